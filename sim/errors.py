@@ -1,0 +1,31 @@
+"""The project's one exception base and the ``check`` helper.
+
+Every error autosched raises on purpose derives from :class:`AutoschedError`; search
+loops catch only this base, so a bug (any other exception) still surfaces.
+"""
+
+from __future__ import annotations
+
+__all__ = ["AutoschedError", "HardwareError", "ProgramError", "SimError", "check"]
+
+
+class AutoschedError(Exception):
+    """Base of every deliberate autosched error; the message says what to fix."""
+
+
+class HardwareError(AutoschedError):
+    """A hardware description is malformed or names an unknown preset."""
+
+
+class ProgramError(AutoschedError):
+    """A program is malformed: bad operand, unknown buffer, invalid bank set."""
+
+
+class SimError(AutoschedError):
+    """A well-formed program cannot run: deadlock, no open row, capacity exceeded."""
+
+
+def check(cond: object, msg: str, exc: type[AutoschedError] = AutoschedError) -> None:
+    """Raise ``exc(msg)`` unless ``cond`` holds."""
+    if not cond:
+        raise exc(msg)

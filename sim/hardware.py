@@ -1,0 +1,217 @@
+"""The device description: a frozen dataclass tree with units in every field name.
+
+``Hardware`` is pure data. It is built only through :func:`sim.hwio.load_hardware`,
+which validates a YAML mapping (a preset or a user file) field by field. Derived figures
+(bandwidths, peaks, capacity, fingerprint) are properties, never stored.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass
+
+__all__ = [
+    "DTYPE_BYTES",
+    "Bus",
+    "Energy",
+    "Hardware",
+    "Host",
+    "Organisation",
+    "PimUnit",
+    "Timing",
+]
+
+DTYPE_BYTES = {"fp16": 2, "bf16": 2, "fp32": 4}
+
+
+@dataclass(frozen=True)
+class Organisation:
+    """DRAM organisation of one device (all channels alike)."""
+
+    channels: int
+    banks_per_channel: int
+    bank_groups: int
+    rows_per_bank: int
+    row_bytes: int
+    column_bytes: int
+    burst_length: int
+    tck_ns: float
+
+
+@dataclass(frozen=True)
+class Timing:
+    """DRAM timings in cycles of ``Organisation.tck_ns``."""
+
+    trcd: int  # activate to read
+    trcd_wr: int  # activate to write
+    trcd_mac: int  # activate to PIM column op (MAC / element-wise)
+    trp: int
+    tras: int
+    cl: int  # read latency: column command to first data
+    cwl: int  # write latency
+    tccd_s: int  # column to column, different bank group
+    tccd_l: int  # column to column, same bank group
+    trrd_s: int  # activate to activate, different bank group
+    trrd_l: int  # activate to activate, same bank group
+    tfaw: int  # four-activate window
+    twr: int  # write recovery: end of write data to precharge
+    trtp: int  # read to precharge
+    trfc: int  # refresh cycle time (all banks)
+    trefi: int  # refresh interval
+
+
+@dataclass(frozen=True)
+class PimUnit:
+    """The processing unit beside the banks and the channel's broadcast buffer."""
+
+    banks_per_unit: int  # 1: a unit per bank; 2: one per bank pair
+    lanes: int  # multipliers per unit = elements per column access
+    clock_mhz: float
+    mac_latency_cycles: int  # pipeline depth in unit cycles, column read to accumulator
+    registers: int  # accumulator registers per unit
+    register_lanes: int  # elements per accumulator register
+    adder_tree: bool  # MAC may reduce its lanes to one scalar ("dot" mode)
+    dtype: str  # operand type in banks and global buffer
+    accum_dtype: str  # accumulator type
+    global_buffer_bytes: int  # per channel, broadcast operand
+    elementwise: bool  # in-bank element-wise ops and activation functions
+    activation_functions: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Bus:
+    """External data bus of one channel."""
+
+    width_bits: int
+    data_rate_gbps: float  # per pin
+
+
+@dataclass(frozen=True)
+class Host:
+    """The processor next to the memory, timed by its roofline."""
+
+    peak_gflops: float
+    bandwidth_gbps: float  # for host ops on data the host holds
+    op_overhead_ns: float  # fixed cost of dispatching one host op
+    dtype: str  # activations on the host
+
+
+@dataclass(frozen=True)
+class Energy:
+    """Energy per event, in picojoules, and static power."""
+
+    activate_pj: float  # one row activation + precharge in one bank
+    column_pj: float  # one column access inside a bank (read or write)
+    mac_pj: float  # one lane multiply-accumulate
+    gb_write_pj_per_byte: float
+    offchip_pj_per_bit: float
+    refresh_pj: float  # one all-bank refresh of a channel
+    host_pj_per_flop: float
+    host_pj_per_byte: float
+    static_mw: float  # whole device
+
+
+@dataclass(frozen=True)
+class Hardware:
+    """One PIM device. Hashable, comparable, JSON round-trippable via ``to_dict``."""
+
+    name: str
+    description: str
+    org: Organisation
+    timing: Timing
+    pim: PimUnit
+    bus: Bus
+    host: Host
+    energy: Energy
+
+    # ---- derived figures -------------------------------------------------------
+    @property
+    def elem_bytes(self) -> int:
+        return DTYPE_BYTES[self.pim.dtype]
+
+    @property
+    def column_elems(self) -> int:
+        return self.org.column_bytes // self.elem_bytes
+
+    @property
+    def row_elems(self) -> int:
+        return self.org.row_bytes // self.elem_bytes
+
+    @property
+    def columns_per_row(self) -> int:
+        return self.org.row_bytes // self.org.column_bytes
+
+    @property
+    def units_per_channel(self) -> int:
+        return self.org.banks_per_channel // self.pim.banks_per_unit
+
+    @property
+    def banks_per_group(self) -> int:
+        return self.org.banks_per_channel // self.org.bank_groups
+
+    @property
+    def gb_elems(self) -> int:
+        return self.pim.global_buffer_bytes // self.elem_bytes
+
+    @property
+    def channel_bus_gbps(self) -> float:
+        """One channel's external bandwidth in GB/s."""
+        return self.bus.width_bits * self.bus.data_rate_gbps / 8
+
+    @property
+    def external_bandwidth_gbps(self) -> float:
+        return self.channel_bus_gbps * self.org.channels
+
+    @property
+    def pim_column_ns(self) -> float:
+        """Shortest time between two all-bank PIM column ops on a channel."""
+        unit_ns = self.column_elems / self.pim.lanes * 1e3 / self.pim.clock_mhz
+        return max(self.timing.tccd_l * self.org.tck_ns, unit_ns)
+
+    @property
+    def internal_bandwidth_gbps(self) -> float:
+        """Column bandwidth of all banks that PIM units can consume at once."""
+        per_channel = self.units_per_channel * self.org.column_bytes / self.pim_column_ns
+        return per_channel * self.org.channels
+
+    @property
+    def pim_peak_gflops(self) -> float:
+        units = self.units_per_channel * self.org.channels
+        return units * self.pim.lanes * 2 * self.pim.clock_mhz / 1e3
+
+    @property
+    def host_peak_gflops(self) -> float:
+        return self.host.peak_gflops
+
+    @property
+    def capacity_bytes(self) -> int:
+        o = self.org
+        return o.channels * o.banks_per_channel * o.rows_per_bank * o.row_bytes
+
+    def to_dict(self) -> dict:
+        """Every field, nested as in the YAML files."""
+        d = asdict(self)
+        d["pim"]["activation_functions"] = list(self.pim.activation_functions)
+        return d
+
+    @property
+    def fingerprint(self) -> str:
+        """Stable hash of the normalised fields except name and description."""
+        d = self.to_dict()
+        d.pop("name")
+        d.pop("description")
+        blob = json.dumps(d, sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+    def derived(self) -> dict[str, float | int | str]:
+        """The figures users need at a glance."""
+        return {
+            "external_bandwidth_gbps": self.external_bandwidth_gbps,
+            "internal_bandwidth_gbps": self.internal_bandwidth_gbps,
+            "pim_peak_gflops": self.pim_peak_gflops,
+            "host_peak_gflops": self.host_peak_gflops,
+            "capacity_bytes": self.capacity_bytes,
+            "fingerprint": self.fingerprint,
+        }
+

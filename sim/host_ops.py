@@ -1,0 +1,139 @@
+"""Host operations: one table of semantics (numpy) and cost (FLOPs, bytes) per kind.
+
+Inputs and outputs are the ``BufRef`` windows of a :class:`~sim.isa.HostOp`, shaped by
+their ``shape``. The timing simulator charges ``op_overhead_ns + max(flops / peak,
+bytes / bandwidth)``; the functional executor calls ``run``. Arithmetic is float32.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from .errors import ProgramError
+from .hardware import DTYPE_BYTES
+from .isa import HostOp
+
+__all__ = ["HOST_OPS", "HostOpSpec", "cost", "run"]
+
+Arr = np.ndarray
+
+
+def _silu(x: Arr) -> Arr:
+    return x / (1.0 + np.exp(-x))
+
+
+def _gelu(x: Arr) -> Arr:
+    return 0.5 * x * (1.0 + np.tanh(0.7978845608028654 * (x + 0.044715 * x**3)))
+
+
+def _rmsnorm(op: HostOp, x: Arr, w: Arr) -> Arr:
+    eps = float(op.attr("eps", 1e-5))
+    return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps) * w
+
+
+def _softmax(op: HostOp, x: Arr) -> Arr:
+    x = x * float(op.attr("scale", 1.0))
+    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def _rope(op: HostOp, x: Arr, cos: Arr, sin: Arr) -> Arr:
+    """Rotate-half rotary embedding; x is [..., head_dim], cos/sin are [head_dim]."""
+    h = x.shape[-1] // 2
+    rot = np.concatenate([-x[..., h:], x[..., :h]], axis=-1)
+    return x * cos + rot * sin
+
+
+def _matmul(op: HostOp, a: Arr, b: Arr) -> Arr:
+    """a [..., M, K] @ b [..., N, K]^T (b transposed unless attr trans_b=0)."""
+    if int(op.attr("trans_b", 1)):
+        b = np.swapaxes(b, -1, -2)
+    return np.matmul(a, b)
+
+
+def _reduce_sum(op: HostOp, x: Arr) -> Arr:
+    return x.sum(axis=int(op.attr("axis", -1)))
+
+
+def _embedding(op: HostOp, ids: Arr, table: Arr) -> Arr:
+    return table[ids.astype(np.int64).reshape(-1)]
+
+
+def _argmax(op: HostOp, x: Arr) -> Arr:
+    return np.argmax(x, axis=-1).astype(np.float32)
+
+
+@dataclass(frozen=True)
+class HostOpSpec:
+    """Arity, semantics and FLOPs per output element (or a FLOP count function)."""
+
+    n_in: int
+    fn: Callable[..., Arr]
+    flops: Callable[[HostOp], float]
+
+
+def _per_out(k: float) -> Callable[[HostOp], float]:
+    return lambda op: k * op.outs[0].size
+
+
+def _matmul_flops(op: HostOp) -> float:
+    return 2.0 * op.outs[0].size * op.ins[0].shape[-1]
+
+
+def _in_elems(k: float) -> Callable[[HostOp], float]:
+    return lambda op: k * op.ins[0].size
+
+
+HOST_OPS: dict[str, HostOpSpec] = {
+    "copy": HostOpSpec(1, lambda op, x: x, _per_out(0)),
+    "add": HostOpSpec(2, lambda op, a, b: a + b, _per_out(1)),
+    "sub": HostOpSpec(2, lambda op, a, b: a - b, _per_out(1)),
+    "mul": HostOpSpec(2, lambda op, a, b: a * b, _per_out(1)),
+    "scale": HostOpSpec(1, lambda op, x: x * float(op.attr("alpha", 1.0)), _per_out(1)),
+    "relu": HostOpSpec(1, lambda op, x: np.maximum(x, 0), _per_out(1)),
+    "exp": HostOpSpec(1, lambda op, x: np.exp(x), _per_out(4)),
+    "silu": HostOpSpec(1, lambda op, x: _silu(x), _per_out(5)),
+    "gelu": HostOpSpec(1, lambda op, x: _gelu(x), _per_out(8)),
+    "silu_mul": HostOpSpec(2, lambda op, a, b: _silu(a) * b, _per_out(6)),
+    "rmsnorm": HostOpSpec(2, _rmsnorm, _per_out(4)),
+    "softmax": HostOpSpec(1, _softmax, _per_out(5)),
+    "rope": HostOpSpec(3, _rope, _per_out(3)),
+    "matmul": HostOpSpec(2, _matmul, _matmul_flops),
+    "reduce_sum": HostOpSpec(1, _reduce_sum, _in_elems(1)),
+    "embedding": HostOpSpec(2, _embedding, _per_out(0)),
+    "argmax": HostOpSpec(1, _argmax, _in_elems(1)),
+}
+
+
+def _spec(op: HostOp) -> HostOpSpec:
+    spec = HOST_OPS.get(op.kind)
+    if spec is None:
+        raise ProgramError(f"unknown host op {op.kind!r} (known: {', '.join(sorted(HOST_OPS))})")
+    if len(op.ins) != spec.n_in or len(op.outs) != 1:
+        raise ProgramError(f"host op {op.kind!r} takes {spec.n_in} inputs and 1 output")
+    return spec
+
+
+def cost(op: HostOp, dtypes: dict[str, str]) -> tuple[float, float]:
+    """(FLOPs, bytes moved) of one host op; ``dtypes`` maps buffer name to dtype."""
+    spec = _spec(op)
+    nbytes = sum(r.size * DTYPE_BYTES[dtypes[r.buf]] for r in (*op.ins, *op.outs))
+    if op.kind == "embedding":  # only the gathered rows of the table move
+        nbytes = op.ins[0].size * 4 + 2 * op.outs[0].size * DTYPE_BYTES[dtypes[op.outs[0].buf]]
+    return spec.flops(op), float(nbytes)
+
+
+def run(op: HostOp, ins: list[Arr]) -> Arr:
+    """Evaluate one host op on float32 arrays already shaped as the op's inputs."""
+    spec = _spec(op)
+    out = spec.fn(op, *ins)
+    shape = op.outs[0].shape
+    out = np.asarray(out, dtype=np.float32)
+    if out.size != int(np.prod(shape)):
+        raise ProgramError(
+            f"host op {op.kind!r} produced {out.size} elements for an output of shape {shape}"
+        )
+    return out.reshape(shape)

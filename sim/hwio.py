@@ -1,0 +1,162 @@
+"""Hardware files: validate a YAML mapping, then build the frozen :class:`Hardware`.
+
+``load_hardware`` accepts a preset name, a path to a YAML file, a mapping, or a
+``Hardware`` instance, and is the one place such arguments become objects. Every rule
+broken is reported with the file, the field (``section.field``) and the rule.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import typing
+from collections.abc import Mapping
+from pathlib import Path
+
+import yaml
+
+from .errors import HardwareError
+from .hardware import DTYPE_BYTES, Bus, Energy, Hardware, Host, Organisation, PimUnit, Timing
+
+__all__ = ["PRESET_DIR", "list_presets", "load_hardware", "hardware_from_dict"]
+
+PRESET_DIR = Path(__file__).parent / "presets"
+_SECTIONS: dict[str, type] = {
+    "org": Organisation,
+    "timing": Timing,
+    "pim": PimUnit,
+    "bus": Bus,
+    "host": Host,
+    "energy": Energy,
+}
+# Fields that may be zero (every other number must be positive).
+_MAY_BE_ZERO = {"energy", "host.op_overhead_ns", "pim.mac_latency_cycles", "timing.trtp"}
+
+
+def list_presets() -> list[str]:
+    """Names of the shipped presets."""
+    return sorted(p.stem for p in PRESET_DIR.glob("*.yaml"))
+
+
+def load_hardware(hw: str | Path | Mapping | Hardware) -> Hardware:
+    """Turn a preset name, a YAML path, a mapping or a Hardware into a Hardware."""
+    if isinstance(hw, Hardware):
+        return hw
+    if isinstance(hw, Mapping):
+        return hardware_from_dict(hw, source="<mapping>")
+    text = str(hw)
+    path = Path(text)
+    if not path.suffix and (PRESET_DIR / f"{text}.yaml").exists():
+        path = PRESET_DIR / f"{text}.yaml"
+    if not path.exists():
+        raise HardwareError(
+            f"unknown hardware {text!r}: not a preset ({', '.join(list_presets())}) "
+            "nor an existing YAML file"
+        )
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as e:
+        raise HardwareError(f"{path}: not valid YAML ({e})") from None
+    return hardware_from_dict(data, source=str(path))
+
+
+def _fail(source: str, field: str, rule: str) -> typing.NoReturn:
+    raise HardwareError(f"{source}: field {field!r} {rule}")
+
+
+def _coerce(source: str, name: str, value: object, tp: object) -> object:
+    """Check one leaf value against its annotated type."""
+    if tp is bool:
+        if not isinstance(value, bool):
+            _fail(source, name, f"must be true or false, got {value!r}")
+        return value
+    if tp is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            _fail(source, name, f"must be an integer, got {value!r}")
+    elif tp is float:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            _fail(source, name, f"must be a number, got {value!r}")
+        value = float(value)
+    elif tp is str:
+        if not isinstance(value, str) or not value:
+            _fail(source, name, f"must be a non-empty string, got {value!r}")
+        return value
+    else:  # tuple[str, ...]
+        if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
+            _fail(source, name, f"must be a list of strings, got {value!r}")
+        return tuple(value)
+    section = name.split(".")[0]
+    if name in _MAY_BE_ZERO or section in _MAY_BE_ZERO:
+        if value < 0:
+            _fail(source, name, f"must be >= 0, got {value!r}")
+    elif value <= 0:
+        _fail(source, name, f"must be > 0, got {value!r}")
+    return value
+
+
+def _section(source: str, key: str, cls: type, data: object) -> object:
+    if not isinstance(data, Mapping):
+        _fail(source, key, "must be a mapping of fields")
+    hints = typing.get_type_hints(cls)
+    names = [f.name for f in dataclasses.fields(cls)]
+    for extra in sorted(set(data) - set(names)):
+        _fail(source, f"{key}.{extra}", f"is unknown (known: {', '.join(names)})")
+    values = {}
+    for n in names:
+        if n not in data:
+            _fail(source, f"{key}.{n}", "is missing")
+        values[n] = _coerce(source, f"{key}.{n}", data[n], hints[n])
+    return cls(**values)
+
+
+def hardware_from_dict(data: object, *, source: str) -> Hardware:
+    """Validate ``data`` (as loaded from YAML) and build the Hardware."""
+    if not isinstance(data, Mapping):
+        raise HardwareError(f"{source}: a hardware file must be a mapping of sections")
+    allowed = {"name", "description", *_SECTIONS}
+    for extra in sorted(set(data) - allowed):
+        _fail(source, str(extra), f"is unknown (known: {', '.join(sorted(allowed))})")
+    for key in ("name", *_SECTIONS):
+        if key not in data:
+            _fail(source, key, "is missing")
+    parts = {k: _section(source, k, cls, data[k]) for k, cls in _SECTIONS.items()}
+    name = _coerce(source, "name", data["name"], str)
+    desc = data.get("description", "")
+    if not isinstance(desc, str):
+        _fail(source, "description", "must be a string")
+    hw = Hardware(name=name, description=desc, **parts)
+    _check_rules(source, hw)
+    return hw
+
+
+def _check_rules(source: str, hw: Hardware) -> None:
+    """Cross-field rules: the device must be physically consistent."""
+    o, t, p = hw.org, hw.timing, hw.pim
+    if o.banks_per_channel % o.bank_groups:
+        _fail(source, "org.bank_groups", f"must divide org.banks_per_channel ({o.banks_per_channel})")
+    if o.row_bytes % o.column_bytes:
+        _fail(source, "org.row_bytes", f"must be a multiple of org.column_bytes ({o.column_bytes})")
+    if o.banks_per_channel % p.banks_per_unit:
+        _fail(source, "pim.banks_per_unit", "must divide org.banks_per_channel")
+    for key in ("dtype", "accum_dtype"):
+        if getattr(p, key) not in DTYPE_BYTES:
+            _fail(source, f"pim.{key}", f"must be one of {sorted(DTYPE_BYTES)}")
+    if hw.host.dtype not in DTYPE_BYTES:
+        _fail(source, "host.dtype", f"must be one of {sorted(DTYPE_BYTES)}")
+    if p.dtype == "fp32":
+        _fail(source, "pim.dtype", "must be a 16-bit type (fp16 or bf16)")
+    if o.column_bytes % DTYPE_BYTES[p.dtype] or o.column_bytes // DTYPE_BYTES[p.dtype] != p.lanes:
+        _fail(source, "pim.lanes", "must equal the elements in one column access")
+    if p.register_lanes % p.lanes and p.lanes % p.register_lanes:
+        _fail(source, "pim.register_lanes", "must be a multiple or divisor of pim.lanes")
+    if p.global_buffer_bytes % o.column_bytes:
+        _fail(source, "pim.global_buffer_bytes", "must be a multiple of org.column_bytes")
+    if t.tras < t.trcd:
+        _fail(source, "timing.tras", "must be >= timing.trcd")
+    if t.tccd_l < t.tccd_s or t.trrd_l < t.trrd_s:
+        _fail(source, "timing.tccd_l", "long (same group) timings must be >= short ones")
+    if t.trefi <= t.trfc:
+        _fail(source, "timing.trefi", "must exceed timing.trfc")
+    known = {"relu", "gelu", "silu", "sigmoid", "tanh", "exp"}
+    for f in p.activation_functions:
+        if f not in known:
+            _fail(source, "pim.activation_functions", f"has unknown function {f!r} (known: {sorted(known)})")
