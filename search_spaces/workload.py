@@ -53,7 +53,8 @@ class Workload:
             raise AutoschedError(f"unknown operator family {op!r} (known: {', '.join(FAMILIES)})")
         want = FAMILIES[op]
         if set(dims) != set(want):
-            raise AutoschedError(f"{op} needs dims {', '.join(want)}; got {', '.join(sorted(dims))}")
+            got = ", ".join(sorted(dims))
+            raise AutoschedError(f"{op} needs dims {', '.join(want)}; got {got}")
         for d, v in dims.items():
             if not isinstance(v, int) or v <= 0:
                 raise AutoschedError(f"{op} dim {d} must be a positive integer, got {v!r}")

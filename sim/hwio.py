@@ -132,7 +132,8 @@ def _check_rules(source: str, hw: Hardware) -> None:
     """Cross-field rules: the device must be physically consistent."""
     o, t, p = hw.org, hw.timing, hw.pim
     if o.banks_per_channel % o.bank_groups:
-        _fail(source, "org.bank_groups", f"must divide org.banks_per_channel ({o.banks_per_channel})")
+        _fail(source, "org.bank_groups",
+              f"must divide org.banks_per_channel ({o.banks_per_channel})")
     if o.row_bytes % o.column_bytes:
         _fail(source, "org.row_bytes", f"must be a multiple of org.column_bytes ({o.column_bytes})")
     if o.banks_per_channel % p.banks_per_unit:
@@ -159,4 +160,5 @@ def _check_rules(source: str, hw: Hardware) -> None:
     known = {"relu", "gelu", "silu", "sigmoid", "tanh", "exp"}
     for f in p.activation_functions:
         if f not in known:
-            _fail(source, "pim.activation_functions", f"has unknown function {f!r} (known: {sorted(known)})")
+            _fail(source, "pim.activation_functions",
+                  f"has unknown function {f!r} (known: {sorted(known)})")

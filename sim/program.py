@@ -141,7 +141,8 @@ def _val_out(v: object) -> object:
 
 def _node_out(n: Node) -> dict:
     if isinstance(n, Loop):
-        return {"op": "loop", "var": n.var, "count": n.count, "body": [_node_out(x) for x in n.body]}
+        body = [_node_out(x) for x in n.body]
+        return {"op": "loop", "var": n.var, "count": n.count, "body": body}
     d = {"op": n.op}
     for f in fields(n):
         d[f.name] = _val_out(getattr(n, f.name))

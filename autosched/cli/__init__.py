@@ -1,0 +1,48 @@
+"""The ``autosched`` command line: one module per command group, wired here.
+
+Every deliberate error (an :class:`AutoschedError`) prints one line naming the problem
+and exits with status 2; there is no traceback for bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from sim.errors import AutoschedError
+
+from . import hw_cmd, sim_cmd
+
+__all__ = ["main"]
+
+COMMANDS = (hw_cmd, sim_cmd)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="autosched",
+        description="Autotuner and compiler for LLM inference on processing-in-memory devices.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for mod in COMMANDS:
+        mod.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Parse ``argv`` and run the command; returns the exit status."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.run(args) or 0)
+    except AutoschedError as e:
+        print(f"autosched: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("autosched: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,73 @@
+"""Simulator benchmark: library GEMVs of LLM shapes on every preset.
+
+Prints, per preset and shape, the simulated latency, the analytical bound, the
+plain-memory baseline (the same device as ordinary DRAM, weights streamed to the host),
+the PIM speedup over that baseline and the simulator's own wall time; then the speed of
+the simulator itself (extrapolated and unrolled).
+
+    python experiments/bench_sim.py [--json] [--presets hbm-pim,aim-gddr6]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+from sim.figures import gemv_figures
+from sim.hwio import list_presets, load_hardware
+from sim.kernels import gemv
+from sim.timing import simulate
+
+SHAPES = [(4096, 4096), (4096, 11008), (11008, 4096), (4096, 14336), (4096, 32000)]
+BATCHES = [1, 2, 4]
+
+
+def speed(hw_name: str) -> list[dict]:
+    """Wall time of the headline sizes, and the unrolled engine's commands per second."""
+    hw = load_hardware(hw_name)
+    out = []
+    for n, k in ((4096, 4096), (16384, 4096)):
+        prog = gemv(hw, n, k).program
+        t0 = time.perf_counter()
+        fast = simulate(prog, hw)
+        t1 = time.perf_counter()
+        slow = simulate(prog, hw, extrapolate=False)
+        t2 = time.perf_counter()
+        out.append({
+            "hw": hw_name, "shape": f"{n}x{k}", "extrapolated_s": t1 - t0, "unrolled_s": t2 - t1,
+            "unrolled_cmds_per_s": slow.total_commands / (t2 - t1),
+            "agreement": fast.latency_ns / slow.latency_ns,
+        })
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--json", action="store_true")
+    ap.add_argument("--presets", default=",".join(list_presets()))
+    args = ap.parse_args()
+    rows = [gemv_figures(hw, n, k, b) for hw in args.presets.split(",")
+            for (n, k) in SHAPES for b in BATCHES]
+    speeds = [s for hw in args.presets.split(",") for s in speed(hw)]
+    if args.json:
+        print(json.dumps({"gemv": rows, "speed": speeds}, indent=2))
+        return
+    print(f"{'hw':<10} {'N x K':>12} {'B':>2} {'latency us':>11} {'bound us':>9} "
+          f"{'lat/bound':>9} {'baseline us':>11} {'speedup':>8} {'sim s':>6}")
+    for r in rows:
+        print(f"{r['hw']:<10} {r['out']:>6}x{r['in']:<5} {r['batch']:>2} "
+              f"{r['latency_ns'] / 1e3:>11.2f} {r['bound_ns'] / 1e3:>9.2f} "
+              f"{r['latency_ns'] / r['bound_ns']:>9.2f} {r['baseline_ns'] / 1e3:>11.2f} "
+              f"{r['speedup']:>8.2f} {r['sim_wall_s']:>6.3f}")
+    print()
+    print(f"{'hw':<10} {'shape':>11} {'extrap s':>9} {'unrolled s':>10} {'cmds/s unrolled':>16} "
+          f"{'extrap/unrolled':>15}")
+    for s in speeds:
+        print(f"{s['hw']:<10} {s['shape']:>11} {s['extrapolated_s']:>9.3f} "
+              f"{s['unrolled_s']:>10.3f} "
+              f"{s['unrolled_cmds_per_s']:>16,.0f} {s['agreement']:>15.4f}")
+
+
+if __name__ == "__main__":
+    main()

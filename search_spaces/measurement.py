@@ -1,0 +1,73 @@
+"""The measurement record: one timed (workload, schedule, hardware), failures included.
+
+A failed candidate is a record with ``error`` set and infinite latency: the search and
+the database keep it, so it is never proposed or simulated again.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+from .schedule import Schedule
+from .workload import Workload
+
+__all__ = ["Measurement"]
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """What one simulation of one schedule returned, with everything that keys it."""
+
+    workload: Workload
+    schedule: Schedule
+    hw_fingerprint: str
+    hw_name: str
+    sim_version: str
+    latency_ns: float
+    energy_pj: float
+    bound_ns: float = 0.0
+    error: str = ""
+    created: float = field(default_factory=time.time, compare=False)
+
+    @property
+    def ok(self) -> bool:
+        return not self.error and math.isfinite(self.latency_ns)
+
+    @classmethod
+    def failed(cls, workload: Workload, schedule: Schedule, hw_fingerprint: str, hw_name: str,
+               sim_version: str, error: str) -> Measurement:
+        """A failure record: infinite latency and energy, the error kept verbatim."""
+        return cls(workload, schedule, hw_fingerprint, hw_name, sim_version,
+                   math.inf, math.inf, 0.0, error or "unknown error")
+
+    def to_dict(self) -> dict:
+        return {
+            "workload": self.workload.to_dict(),
+            "schedule": self.schedule.to_dict(),
+            "hw_fingerprint": self.hw_fingerprint,
+            "hw_name": self.hw_name,
+            "sim_version": self.sim_version,
+            "latency_ns": None if math.isinf(self.latency_ns) else self.latency_ns,
+            "energy_pj": None if math.isinf(self.energy_pj) else self.energy_pj,
+            "bound_ns": self.bound_ns,
+            "error": self.error,
+            "created": self.created,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict) -> Measurement:
+        lat, en = d.get("latency_ns"), d.get("energy_pj")
+        return cls(
+            workload=Workload.from_dict(d["workload"]),
+            schedule=Schedule.from_dict(d["schedule"]),
+            hw_fingerprint=d["hw_fingerprint"],
+            hw_name=d["hw_name"],
+            sim_version=d["sim_version"],
+            latency_ns=math.inf if lat is None else float(lat),
+            energy_pj=math.inf if en is None else float(en),
+            bound_ns=float(d.get("bound_ns", 0.0)),
+            error=d.get("error", ""),
+            created=float(d.get("created", 0.0)),
+        )

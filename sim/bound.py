@@ -1,0 +1,122 @@
+"""Analytical lower bound of a program: each resource's work over its peak rate.
+
+Resources per PIM stream (one representative channel; all channels of a stream are
+alike): the command bus (one command per cycle), the column pipe of each bank group
+(tCCD_L between its column commands) and of the channel (tCCD_S), each PIM unit's
+datapath, and the channel's data bus. The host is one in-order engine, so its ops'
+roofline times add up. The bound is the largest of these; no schedule of the same
+program can finish sooner, and the cycle-level simulator never reports less.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .hardware import DTYPE_BYTES, Hardware
+from .host_ops import cost
+from .hwio import load_hardware
+from .isa import Ew, HostOp, Mac, RdAcc, RdBank, WrAcc, WrBank, WrGb
+from .program import Loop, Node, Program, Stream
+
+__all__ = ["Bound", "bound", "host_op_ns"]
+
+
+@dataclass(frozen=True)
+class Bound:
+    """``ns`` is the bound; ``resources`` maps "stream:resource" to its busy time in ns."""
+
+    ns: float
+    resources: dict[str, float]
+
+    @property
+    def binding(self) -> str:
+        """The resource that sets the bound."""
+        return max(self.resources, key=self.resources.__getitem__) if self.resources else ""
+
+
+def host_op_ns(op: HostOp, hw: Hardware, dtypes: dict[str, str]) -> float:
+    """Roofline time of one host op, dispatch overhead included."""
+    flops, nbytes = cost(op, dtypes)
+    roof = max(flops / hw.host.peak_gflops, nbytes / hw.host.bandwidth_gbps)
+    return hw.host.op_overhead_ns + roof
+
+
+class _PimWork:
+    def __init__(self, hw: Hardware) -> None:
+        self.hw = hw
+        self.commands = 0
+        self.columns = 0
+        self.group_cols = [0] * hw.org.bank_groups
+        self.unit_cols = [0] * hw.units_per_channel
+        self.bus_bytes = 0.0
+
+    def banks(self, bank: int, step: int) -> range:
+        n = self.hw.org.banks_per_channel
+        return range(bank, bank + 1) if step == 0 else range(bank, n, step)
+
+    def add(self, ins: object, mult: int) -> None:
+        hw = self.hw
+        ncols = getattr(ins, "ncols", 1)
+        self.commands += mult * (ncols if isinstance(ins, Mac | RdBank | WrBank) else 1)
+        if isinstance(ins, Mac | Ew | WrAcc | RdBank | WrBank):
+            banks = self.banks(ins.bank, getattr(ins, "step", 0))
+            cols = mult * ncols
+            self.columns += cols
+            for g in {b // hw.banks_per_group for b in banks}:
+                self.group_cols[g] += cols
+            if isinstance(ins, Mac | Ew):
+                for u in {b // hw.pim.banks_per_unit for b in banks}:
+                    self.unit_cols[u] += cols
+        if isinstance(ins, WrGb):
+            self.bus_bytes += mult * ins.src.size * hw.elem_bytes
+        elif isinstance(ins, RdAcc):
+            units = len({b // hw.pim.banks_per_unit for b in self.banks(ins.bank, ins.step)})
+            regs = units * ins.nregs * hw.pim.register_lanes
+            self.bus_bytes += mult * regs * DTYPE_BYTES[hw.pim.accum_dtype]
+        elif isinstance(ins, RdBank | WrBank):
+            self.bus_bytes += mult * ncols * hw.org.column_bytes
+
+    def resources(self) -> dict[str, float]:
+        hw, t, tck = self.hw, self.hw.timing, self.hw.org.tck_ns
+        unit_ns = hw.column_elems / hw.pim.lanes * 1e3 / hw.pim.clock_mhz
+        return {
+            "cmd_bus": self.commands * tck,
+            "column_pipe": max(self.columns - 1, 0) * t.tccd_s * tck,
+            "bank_group": max((max(c - 1, 0) for c in self.group_cols), default=0) * t.tccd_l * tck,
+            "pim_unit": max((max(c - 1, 0) for c in self.unit_cols), default=0) * unit_ns,
+            "data_bus": self.bus_bytes / hw.channel_bus_gbps,
+        }
+
+
+def _walk(body: tuple[Node, ...], mult: int, visit) -> None:
+    for n in body:
+        if isinstance(n, Loop):
+            _walk(n.body, mult * n.count, visit)
+        else:
+            visit(n, mult)
+
+
+def _stream_resources(s: Stream, hw: Hardware, dtypes: dict[str, str]) -> dict[str, float]:
+    if s.engine == "host":
+        total = [0.0]
+
+        def visit(n: object, mult: int) -> None:
+            if isinstance(n, HostOp):
+                total[0] += mult * host_op_ns(n, hw, dtypes)
+
+        _walk(s.body, 1, visit)
+        return {"host": total[0]}
+    work = _PimWork(hw)
+    _walk(s.body, 1, work.add)
+    return work.resources()
+
+
+def bound(program: Program, hw: Hardware | str) -> Bound:
+    """The analytical lower bound of ``program`` on ``hw``."""
+    hw = load_hardware(hw)
+    dtypes = {b.name: b.dtype for b in program.buffers}
+    res: dict[str, float] = {}
+    for s in program.streams:
+        for k, v in _stream_resources(s, hw, dtypes).items():
+            res[f"{s.name}:{k}"] = v
+    return Bound(max(res.values(), default=0.0), res)
