@@ -1,0 +1,117 @@
+"""The ``Kernel`` noun and the small helpers every kernel builder shares.
+
+A kernel is a program plus what a caller needs to run it on data: the host buffers it
+binds, the buffer that holds the result, and a ``place`` callable that writes the
+weights into the banks in the layout the program expects. Inputs whose program buffer is
+padded (zeros beyond the logical shape) are padded by :meth:`Kernel.run`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, fields, replace
+
+import numpy as np
+
+from ..errors import AutoschedError, check
+from ..hardware import Hardware
+from ..isa import Affine, BufRef, aff
+from ..program import Loop, Node, Program
+
+__all__ = ["Kernel", "affine_sum", "ceil_div", "loop", "pad_to", "round_up"]
+
+Place = Callable[[object, dict[str, np.ndarray]], None]
+
+
+def ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def round_up(a: int, b: int) -> int:
+    return ceil_div(a, b) * b
+
+
+def affine_sum(*parts: int | Affine, **strides: int) -> Affine:
+    """Sum of ints and Affines plus ``var * stride`` terms, as one Affine."""
+    base, terms = 0, dict(strides)
+    for p in parts:
+        p = aff(p)
+        base += p.base
+        for v, s in p.terms:
+            terms[v] = terms.get(v, 0) + s
+    return aff(base, **terms)
+
+
+def _fix(v: object, var: str) -> object:
+    """``v`` with loop variable ``var`` set to 0 (Affines, BufRefs, tuples, nodes)."""
+    if isinstance(v, Affine):
+        return Affine(v.base, tuple(t for t in v.terms if t[0] != var))
+    if isinstance(v, BufRef):
+        return replace(v, offset=_fix(v.offset, var))
+    if isinstance(v, tuple):
+        return tuple(_fix(x, var) for x in v)
+    if isinstance(v, Loop):
+        return Loop(v.var, v.count, _fix(v.body, var))
+    if hasattr(v, "__dataclass_fields__"):
+        return replace(v, **{f.name: _fix(getattr(v, f.name), var) for f in fields(v)})
+    return v
+
+
+def loop(var: str, count: int, body: tuple[Node, ...] | list[Node]) -> list[Node]:
+    """``[Loop(var, count, body)]``, or ``body`` itself with ``var = 0`` when count is 1."""
+    if count == 1:
+        return [_fix(n, var) for n in body]
+    return [Loop(var, count, tuple(body))]
+
+
+def pad_to(x: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """``x`` in the top-left corner of a zero array of ``shape`` (float32)."""
+    x = np.asarray(x, dtype=np.float32)
+    check(x.ndim == len(shape) and all(a <= b for a, b in zip(x.shape, shape, strict=True)),
+          f"array of shape {x.shape} does not fit the padded shape {shape}")
+    out = np.zeros(shape, np.float32)
+    out[tuple(slice(0, d) for d in x.shape)] = x
+    return out
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """A program with its bindings; ``run`` places weights, executes and reshapes.
+
+    ``input_shapes[i]`` is the logical shape of ``inputs[i]`` and ``padded_shapes[i]`` the
+    shape of its program buffer (equal when no padding). ``place(mem, tensors)`` writes
+    the weight tensors (e.g. ``"W"``) into a ``sim.functional.DeviceMemory``.
+    """
+
+    program: Program
+    inputs: tuple[str, ...]
+    output: str
+    output_shape: tuple[int, ...]
+    place: Place
+    input_shapes: tuple[tuple[int, ...], ...] = ()
+    padded_shapes: tuple[tuple[int, ...], ...] = ()
+
+    def bind(self, tensors: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """The host-buffer inputs for ``execute``: each input checked and zero-padded."""
+        out = {}
+        for i, name in enumerate(self.inputs):
+            if name not in tensors:
+                raise AutoschedError(f"kernel {self.program.name!r} needs tensor {name!r}")
+            x = np.asarray(tensors[name], dtype=np.float32)
+            if i < len(self.input_shapes):
+                want = self.input_shapes[i]
+                check(x.shape == want,
+                      f"tensor {name!r} has shape {x.shape}, kernel expects {want}")
+                x = pad_to(x, self.padded_shapes[i])
+            out[name] = x.reshape(-1)
+        return out
+
+    def run(self, hw: Hardware, tensors: dict[str, np.ndarray], mem=None) -> np.ndarray:
+        """Place the weights (into a fresh memory unless ``mem`` is given), execute, reshape."""
+        from ..functional import DeviceMemory, execute
+
+        if mem is None:
+            mem = DeviceMemory(hw)
+        self.place(mem, tensors)
+        out = execute(self.program, hw, mem, inputs=self.bind(tensors))
+        return out[self.output].reshape(self.output_shape)

@@ -1,0 +1,186 @@
+"""GEMV on the PIM units: ``y[batch, n] = x[batch, k] @ W[n, k]^T``.
+
+One SPMD PIM stream per reduction slice (``ch`` = channel position in the slice) and a
+host stream that waits for every slice and then reduces register lanes (``lane`` mode)
+and slices (``k_split``) and strips the padding. Weights are laid out by
+:func:`place_gemv` exactly as the loops in :func:`_stream` walk them; the layout depends
+only on the plan, never on the loop order.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+
+import numpy as np
+
+from ..hardware import Hardware
+from ..isa import Act, Affine, BufRef, ClrAcc, HostOp, Mac, Pre, RdAcc, Signal, Wait, WrGb, aff
+from ..program import Buffer, Node, Program, Stream
+from .base import Kernel, affine_sum, loop, pad_to
+from .gemv_layout import GemvOpts, GemvPlan, plan_gemv
+
+__all__ = ["gemv", "place_gemv"]
+
+
+def _index_maps(pl: GemvPlan) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per channel: flat row-data position, local output index and local k of every element.
+
+    The data of one channel is ``[U * nh banks, rows_per_bank, row_elems]`` in bank-slot
+    order (``nh`` = 2 halves when interleaving). Channel ``co`` of slice ``kk`` adds
+    ``co * U * R * opr`` to the output index and ``kk * Kc`` to k.
+    """
+    nh = 2 if pl.opts.interleave else 1
+    dims = (pl.U, pl.P, pl.ntiles, pl.na, pl.nb, pl.rpsb, nh, pl.spr, pl.segcols, pl.lanes)
+    u, p, t, a, bb, qb, h, c, cc, e = np.ix_(*(np.arange(d) for d in dims))
+    q = qb * nh + h
+    if pl.opts.mode == "dot":
+        r, j = a, bb * pl.spr + c
+    else:
+        r, j = bb * pl.spr + c, (e if pl.opts.mode == "bcast" else 0)
+    o = p * (pl.Co * pl.U * pl.R * pl.opr) + (u * pl.R + r) * pl.opr + j
+    kin = cc if pl.g == 1 else cc * pl.g + e
+    k = t * pl.T + q * pl.Kr + kin
+    row = (((p * pl.ntiles + t) * pl.na + a) * pl.nb + bb) * pl.rpsb + qb
+    pos = (c * pl.segcols + cc) * pl.lanes + e
+    slot = u * nh + h
+    flat = (slot * pl.rows_per_bank + row) * (pl.spr * pl.segcols * pl.lanes) + pos
+    shape = np.broadcast_shapes(flat.shape, o.shape, k.shape)
+    return tuple(np.broadcast_to(x, shape).reshape(-1) for x in (flat, o, k))
+
+
+def place_gemv(pl: GemvPlan, mem, tensors: dict[str, np.ndarray]) -> None:
+    """Write ``tensors["W"]`` ``[n, k]`` (zero-padded) into the banks of every used channel."""
+    w = np.asarray(tensors["W"], dtype=np.float32)
+    wp = pad_to(w, (pl.npad, pl.ktot))
+    flat, o_loc, k_loc = _index_maps(pl)
+    nh = 2 if pl.opts.interleave else 1
+    row_elems = pl.spr * pl.segcols * pl.lanes
+    nslots = pl.U * nh
+    slot = np.arange(nslots)
+    banks = np.repeat((slot // nh) * pl.bpu + slot % nh, pl.rows_per_bank)
+    rows = np.tile(np.arange(pl.rows_per_bank), nslots)
+    data = np.zeros(nslots * pl.rows_per_bank * row_elems, np.float32)
+    for kk in range(pl.ks):
+        for co in range(pl.Co):
+            data[flat] = wp[o_loc + co * pl.U * pl.R * pl.opr, k_loc + kk * pl.Kc]
+            ch = np.full(banks.size, kk * pl.Co + co)
+            mem.write_rows(ch, banks, rows, data.reshape(-1, row_elems))
+
+
+def _wrgb(pl: GemvPlan, kk: int, t: Affine, half: int) -> list[Node]:
+    src = affine_sum(aff(kk * pl.Kc), aff(0, bg=pl.Br * pl.ktot, b=pl.ktot),
+                     aff(0, **{v: s * pl.T for v, s in t.terms}), t.base * pl.T)
+    return loop("b", pl.Br, (WrGb(BufRef("x", src, (pl.T,)), aff(half, b=pl.T)),))
+
+
+def _macs(pl: GemvPlan, bank: int, q: Affine, half: int) -> list[Node]:
+    """MACs of one open row: ``spr`` segments against each of ``Br`` batch tiles."""
+    tile_outer = pl.opts.loop_order == "tile_outer"
+    rb = pl.P * pl.R if tile_outer else pl.R
+    if pl.opts.mode == "dot":
+        reg, lane = aff(0, a=1), aff(0, bb=pl.spr, c=1)
+    else:
+        reg, lane = aff(0, bb=pl.spr, c=1), aff(0)
+    reg = affine_sum(reg, b=rb, p=pl.R if tile_outer else 0)
+    gb = affine_sum(half, aff(0, **{v: s * pl.Kr for v, s in q.terms}), q.base * pl.Kr, b=pl.T)
+    mac = Mac(bank, pl.bpu, aff(0, c=pl.segcols), pl.segcols, gb, reg, pl.opts.mode, lane)
+    return loop("c", pl.spr, loop("b", pl.Br, (mac,)))
+
+
+def _rows(pl: GemvPlan, t: Affine, half: int) -> list[Node]:
+    """Activate, MAC and precharge every row of tile ``t`` (all passes if tile-outer)."""
+    per_t = pl.na * pl.nb * pl.rpsb
+    row = affine_sum(aff(0, **{v: s * per_t for v, s in t.terms}), t.base * per_t,
+                     p=pl.ntiles * per_t, a=pl.nb * pl.rpsb, bb=pl.rpsb, qb=1)
+    if pl.opts.interleave:
+        body: tuple[Node, ...] = (
+            Act(0, 2, row), Act(1, 2, row),
+            *_macs(pl, 0, aff(0, qb=2), half), Pre(0, 2),
+            *_macs(pl, 1, aff(1, qb=2), half), Pre(1, 2),
+        )
+    else:
+        body = (Act(0, pl.bpu, row), *_macs(pl, 0, aff(0, qb=1), half), Pre(0, pl.bpu))
+    nest = loop("a", pl.na, loop("bb", pl.nb, loop("qb", pl.rpsb, body)))
+    return loop("p", pl.P, nest) if pl.opts.loop_order == "tile_outer" else nest
+
+
+def _tiles(pl: GemvPlan, kk: int) -> list[Node]:
+    """The tile loop; with double buffering, software-pipelined over two buffer halves."""
+    if not pl.opts.double_buffer:
+        t = aff(0, t=1)
+        return loop("t", pl.ntiles, (*_wrgb(pl, kk, t, 0), *_rows(pl, t, 0)))
+    hb, m = _half_offset(pl), pl.ntiles // 2
+    out: list[Node] = _wrgb(pl, kk, aff(0), 0)
+    steady = (*_wrgb(pl, kk, aff(1, t2=2), hb), *_rows(pl, aff(0, t2=2), 0),
+              *_wrgb(pl, kk, aff(2, t2=2), 0), *_rows(pl, aff(1, t2=2), hb))
+    if m > 1:
+        out += loop("t2", m - 1, steady)
+    last = pl.ntiles - 2
+    out += [*_wrgb(pl, kk, aff(last + 1), hb), *_rows(pl, aff(last), 0),
+            *_rows(pl, aff(last + 1), hb)]
+    return out
+
+
+def _half_offset(pl: GemvPlan) -> int:
+    """Offset of the second global-buffer half (double buffering)."""
+    return pl.Br * pl.T
+
+
+def _stream(pl: GemvPlan, kk: int) -> Stream:
+    """The PIM stream of reduction slice ``kk``."""
+    w = pl.part_width
+    urr = pl.U * pl.R * pl.RL
+    dst_off = aff(kk * w, bg=pl.Br * pl.P * pl.ks * w, b=pl.P * pl.ks * w, p=pl.ks * w, ch=urr)
+    rd = RdAcc(0, pl.bpu, aff(0, b=pl.R) if pl.opts.loop_order == "row_outer"
+               else aff(0, b=pl.P * pl.R, p=pl.R), pl.R, BufRef("part", dst_off, (urr,)))
+    if pl.opts.loop_order == "row_outer":
+        body = loop("p", pl.P, (ClrAcc(0, pl.bpu, aff(0), pl.Br * pl.R), *_tiles(pl, kk),
+                                *loop("b", pl.Br, (rd,))))
+    else:
+        body = [ClrAcc(0, pl.bpu, aff(0), pl.Br * pl.P * pl.R), *_tiles(pl, kk),
+                *loop("b", pl.Br, loop("p", pl.P, (rd,)))]
+    chans = tuple(range(kk * pl.Co, (kk + 1) * pl.Co))
+    return Stream(f"pim{kk}", "pim", chans, (*loop("bg", pl.nbg, body), Signal(f"gemv{kk}")))
+
+
+def _host(pl: GemvPlan) -> tuple[Stream, list[Buffer]]:
+    """Wait for every slice, reduce lanes and slices, strip the padding into ``y``."""
+    bp, w = pl.Bp, pl.part_width
+    body: list[Node] = [Wait(tuple(f"gemv{kk}" for kk in range(pl.ks)))]
+    bufs = [Buffer("part", "fp32", bp * pl.P * pl.ks * w)]
+    cur, width = "part", w  # cur is [Bp, P, ks, width]
+    if pl.opts.mode == "lane":
+        width = w // pl.RL
+        bufs.append(Buffer("lanesum", "fp32", bp * pl.P * pl.ks * width))
+        body.append(HostOp("reduce_sum", (BufRef("lanesum", aff(0), (bp, pl.P, pl.ks, width)),),
+                           (BufRef(cur, aff(0), (bp, pl.P, pl.ks, width, pl.RL)),),
+                           (("axis", -1),)))
+        cur = "lanesum"
+    if pl.ks > 1:
+        bufs.append(Buffer("ksum", "fp32", bp * pl.P * width))
+        body.append(HostOp("reduce_sum", (BufRef("ksum", aff(0), (bp, pl.P, width)),),
+                           (BufRef(cur, aff(0), (bp, pl.P, pl.ks, width)),), (("axis", 2),)))
+        cur = "ksum"
+    n, npad, batch = pl.n, pl.npad, pl.batch
+    bufs.append(Buffer("y", "fp32", batch * n))
+    if npad == n:
+        body.append(HostOp("copy", (BufRef("y", aff(0), (batch * n,)),),
+                           (BufRef(cur, aff(0), (batch * n,)),)))
+    else:
+        body += loop("b", batch, (HostOp("copy", (BufRef("y", aff(0, b=n), (1, n)),),
+                                          (BufRef(cur, aff(0, b=npad), (1, n)),)),))
+    return Stream("host", "host", (), tuple(body)), bufs
+
+
+def gemv(hw: Hardware, n: int, k: int, batch: int = 1, opts: GemvOpts | None = None) -> Kernel:
+    """The PIM GEMV kernel; tensors ``{"x": [batch, k], "W": [n, k]}``, output ``[batch, n]``.
+
+    Raises AutoschedError listing every reason when ``opts`` cannot work for the shape.
+    """
+    pl = plan_gemv(hw, n, k, batch, opts)
+    host, bufs = _host(pl)
+    x = Buffer("x", hw.pim.dtype, pl.Bp * pl.ktot)
+    streams = (*(_stream(pl, kk) for kk in range(pl.ks)), host)
+    prog = Program(streams, (x, *bufs), name=f"gemv_{n}x{k}_b{batch}_{pl.opts.mode}")
+    return Kernel(prog, ("x",), "y", (batch, n), partial(place_gemv, pl),
+                  input_shapes=((batch, k),), padded_shapes=((pl.Bp, pl.ktot),))

@@ -1,0 +1,236 @@
+"""GEMV lowering decisions (``GemvOpts``) and the numbers they resolve to (``GemvPlan``).
+
+Vocabulary. Channels ``C`` split into ``k_split`` reduction slices of ``Co`` channels.
+Each unit holds ``R`` accumulator "stripes" per pass and batch row: a stripe is one
+register, i.e. 16 outputs (``dot``: one per register lane; ``bcast``: one per column
+lane) or one output with 16 lane partials (``lane``). The input slice of ``Kc`` elements
+is broadcast in tiles of ``T`` elements (``Br`` batch rows side by side in the global
+buffer). A row holds ``Kr`` k-elements of one stripe (``Kr`` = row elements, or the
+columns per row in ``bcast`` where a column holds 16 outputs at one k); a tile segment of
+a stripe spans ``rps = T / Kr`` rows, or ``spr = Kr / T`` segments share one row.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, fields, replace
+
+from ..errors import AutoschedError
+from ..hardware import Hardware
+from .base import ceil_div, round_up
+
+__all__ = ["GemvOpts", "GemvPlan", "LOOP_ORDERS", "plan_gemv"]
+
+LOOP_ORDERS = ("row_outer", "tile_outer")
+
+
+@dataclass(frozen=True)
+class GemvOpts:
+    """Every GEMV lowering decision; ``None`` means the shipped default.
+
+    mode: "dot" | "bcast" | "lane" (default dot with an adder tree, else bcast);
+    channels: channels used (default all); k_split: reduction slices (1: output split,
+    channels: pure k split, between: both); gb_tile: x elements per broadcast (default the
+    whole buffer, halved until it is not larger than needed); registers: stripes per unit
+    per pass (default enough for one pass, capped by the register file); batch_rows: batch
+    rows MACed against each opened row; loop_order: "row_outer" (output passes outside the
+    tile loop) or "tile_outer" (every pass's registers live across the tile loop);
+    interleave: alternate even/odd banks of a bank-pair unit; double_buffer: two global
+    buffer halves, the next tile written while the current one is used.
+    """
+
+    mode: str | None = None
+    channels: int | None = None
+    k_split: int = 1
+    gb_tile: int | None = None
+    registers: int | None = None
+    batch_rows: int = 1
+    loop_order: str = "row_outer"
+    interleave: bool = False
+    double_buffer: bool = False
+
+    def to_dict(self) -> dict:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    def resolve(self, hw: Hardware, n: int, k: int, batch: int) -> GemvOpts:
+        """These opts with every default filled in for the given shape."""
+        mode = self.mode or ("dot" if hw.pim.adder_tree else "bcast")
+        chans = self.channels or hw.org.channels
+        o = replace(self, mode=mode, channels=chans)
+        ks = max(self.k_split, 1)
+        co = max(chans // ks, 1)
+        opr = 1 if mode == "lane" else hw.pim.register_lanes
+        need = ceil_div(n, co * hw.units_per_channel * opr)
+        cap = hw.pim.registers // max(self.batch_rows, 1)
+        regs = self.registers or max(1, min(need, cap))
+        top = hw.gb_elems // max(self.batch_rows, 1) // (2 if self.double_buffer else 1)
+        kr = _kr(o, hw)
+        if self.registers is None and mode != "dot" and 0 < top < kr and kr % top == 0:
+            regs = max(1, min(cap, round_up(regs, kr // top)))  # fill the rows the tile packs
+        tile = self.gb_tile
+        if tile is None:
+            tile = _default_tile(replace(o, registers=regs), hw, ceil_div(k, ks))
+        return replace(o, registers=regs, gb_tile=tile)
+
+    def validate(self, hw: Hardware, n: int, k: int, batch: int) -> list[str]:
+        """Why these opts cannot lower ``y[batch, n] = x @ W[n, k]^T`` on ``hw`` (empty: ok)."""
+        try:
+            plan_gemv(hw, n, k, batch, self)
+        except AutoschedError as e:
+            return str(e).split("; ")
+        return []
+
+
+def _kr(o: GemvOpts, hw: Hardware) -> int:
+    return hw.columns_per_row if o.mode == "bcast" else hw.row_elems
+
+
+def _default_tile(o: GemvOpts, hw: Hardware, kslice: int) -> int:
+    """The largest valid tile filling the buffer, shrunk while half of it still covers k."""
+    top = hw.gb_elems // max(o.batch_rows, 1) // (2 if o.double_buffer else 1)
+    kr = _kr(o, hw)
+    cands = [kr * m for m in range(top // kr, 0, -1)]
+    cands += [kr // d for d in range(2, kr + 1) if kr % d == 0 and kr // d <= top]
+    ok = [t for t in cands if not _tile_reasons(o, hw, t)]
+    if not ok:
+        return top
+    tile = ok[0]
+    smaller = [t for t in ok if t >= kslice]
+    return smaller[-1] if smaller else tile
+
+
+def _tile_reasons(o: GemvOpts, hw: Hardware, t: int) -> list[str]:
+    """Reasons the tile ``t`` does not fit the row geometry for mode and registers."""
+    kr, p = _kr(o, hw), hw.pim
+    if t <= 0:
+        return [f"gb_tile {t} must be positive"]
+    if o.mode != "bcast" and t % p.lanes:
+        return [f"gb_tile {t} must be a multiple of the {p.lanes} lanes in {o.mode} mode"]
+    if t >= kr:
+        if t % kr:
+            return [f"gb_tile {t} must be a multiple or divisor of {kr} (k per row)"]
+        return []
+    if kr % t:
+        return [f"gb_tile {t} must be a multiple or divisor of {kr} (k per row)"]
+    spr = kr // t
+    share = p.register_lanes if o.mode == "dot" else (o.registers or 1)
+    if share % spr:
+        what = "register lanes" if o.mode == "dot" else "registers"
+        return [f"gb_tile {t} packs {spr} segments per row; {spr} must divide the {share} "
+                f"{what}: use a larger tile or more registers"]
+    return []
+
+
+@dataclass(frozen=True)
+class GemvPlan:
+    """Resolved GEMV geometry (see the module docstring for the symbols)."""
+
+    n: int
+    k: int
+    batch: int
+    opts: GemvOpts
+    C: int
+    ks: int
+    Co: int
+    U: int
+    bpu: int
+    R: int
+    Br: int
+    nbg: int
+    P: int
+    T: int
+    Kc: int
+    ntiles: int
+    Kr: int
+    g: int  # k-elements per column (lanes in dot/lane, 1 in bcast)
+    segcols: int
+    spr: int
+    rps: int
+    na: int
+    nb: int
+    opr: int  # outputs per register
+    RL: int  # register lanes
+    lanes: int
+
+    @property
+    def Bp(self) -> int:
+        return self.nbg * self.Br
+
+    @property
+    def npad(self) -> int:
+        return self.P * self.Co * self.U * self.R * self.opr
+
+    @property
+    def ktot(self) -> int:
+        return self.ks * self.Kc
+
+    @property
+    def rpsb(self) -> int:
+        """Rows of one segment in each bank (halved when bank pairs interleave)."""
+        return self.rps // 2 if self.opts.interleave else self.rps
+
+    @property
+    def rows_per_bank(self) -> int:
+        return self.P * self.ntiles * self.na * self.nb * self.rpsb
+
+    @property
+    def part_width(self) -> int:
+        """Elements one k-slice reads out per pass and batch row: ``Co * U * R * RL``."""
+        return self.Co * self.U * self.R * self.RL
+
+
+def plan_gemv(hw: Hardware, n: int, k: int, batch: int, opts: GemvOpts | None) -> GemvPlan:
+    """Resolve ``opts`` for the shape, or raise AutoschedError listing every reason."""
+    if min(n, k, batch) < 1:
+        raise AutoschedError(f"gemv needs positive n, k, batch; got {n}, {k}, {batch}")
+    o = (opts or GemvOpts()).resolve(hw, n, k, batch)
+    p, org = hw.pim, hw.org
+    why: list[str] = []
+    if o.mode not in ("dot", "bcast", "lane"):
+        raise AutoschedError(f"mode {o.mode!r} unknown: use dot, bcast or lane")
+    if o.mode == "dot" and not p.adder_tree:
+        why.append(f"mode dot needs an adder tree, which {hw.name} lacks: use bcast or lane")
+    if o.mode != "dot" and p.register_lanes != p.lanes:
+        why.append(f"mode {o.mode} needs register_lanes == lanes: use dot")
+    if o.loop_order not in LOOP_ORDERS:
+        why.append(f"loop_order {o.loop_order!r} unknown (known: {', '.join(LOOP_ORDERS)})")
+    if not 1 <= o.channels <= org.channels:
+        why.append(f"channels {o.channels} outside [1, {org.channels}]")
+    if o.k_split < 1 or o.channels % o.k_split:
+        why.append(f"k_split {o.k_split} must be >= 1 and divide channels ({o.channels})")
+    if o.batch_rows < 1 or o.batch_rows > batch:
+        why.append(f"batch_rows {o.batch_rows} must be in [1, batch={batch}]")
+    if o.registers < 1:
+        why.append(f"registers {o.registers} must be >= 1")
+    why += _tile_reasons(o, hw, o.gb_tile)
+    if why:
+        raise AutoschedError("; ".join(why))
+    ks, br, t, r = o.k_split, o.batch_rows, o.gb_tile, o.registers
+    co, u, kr = o.channels // ks, hw.units_per_channel, _kr(o, hw)
+    opr = 1 if o.mode == "lane" else p.register_lanes
+    passes = ceil_div(n, co * u * r * opr)
+    need_gb = br * t * (2 if o.double_buffer else 1)
+    if need_gb > hw.gb_elems:
+        why.append(f"batch_rows x gb_tile{' x 2 (double buffer)' if o.double_buffer else ''}"
+                   f" = {need_gb} exceeds the global buffer of {hw.gb_elems} elements")
+    live = br * r * (passes if o.loop_order == "tile_outer" else 1)
+    if live > p.registers:
+        why.append(f"{live} registers live per unit (batch_rows x registers"
+                   f"{' x passes' if o.loop_order == 'tile_outer' else ''}) exceed the "
+                   f"{p.registers} available")
+    rps, spr = max(t // kr, 1), max(kr // t, 1)
+    if o.interleave and (p.banks_per_unit != 2 or rps % 2):
+        why.append(f"interleave needs bank-pair units and gb_tile a multiple of {2 * kr}")
+    kc = round_up(ceil_div(k, ks), math.lcm(t * (2 if o.double_buffer else 1), 1))
+    g = 1 if o.mode == "bcast" else p.lanes
+    na, nb = (r, p.register_lanes // spr) if o.mode == "dot" else (1, r // spr)
+    plan = GemvPlan(n=n, k=k, batch=batch, opts=o, C=o.channels, ks=ks, Co=co, U=u,
+                    bpu=p.banks_per_unit, R=r, Br=br, nbg=ceil_div(batch, br), P=passes, T=t,
+                    Kc=kc, ntiles=kc // t, Kr=kr, g=g, segcols=min(t, kr) // g, spr=spr,
+                    rps=rps, na=na, nb=nb, opr=opr, RL=p.register_lanes, lanes=p.lanes)
+    if not why and plan.rows_per_bank > org.rows_per_bank:
+        why.append(f"the layout needs {plan.rows_per_bank} rows per bank, the bank has "
+                   f"{org.rows_per_bank}: use more channels or fewer passes")
+    if why:
+        raise AutoschedError("; ".join(why))
+    return plan

@@ -1,0 +1,29 @@
+"""Energy from event counters: one figure per event kind, plus static power."""
+
+from __future__ import annotations
+
+from ..hardware import Hardware
+from .stats import C
+
+__all__ = ["ENERGY_KEYS", "energy_breakdown"]
+
+ENERGY_KEYS = ("activate", "column", "mac", "gb_write", "offchip", "refresh", "host", "static")
+
+
+def energy_breakdown(hw: Hardware, total: list, latency_ns: float) -> dict[str, float]:
+    """Picojoules per kind from device-wide counters (all channels summed).
+
+    Off-chip bytes include global-buffer writes, accumulator and bank reads and bank
+    writes; ``static_mw * latency_ns`` is in pJ (mW x ns).
+    """
+    e = hw.energy
+    return {
+        "activate": total[C.BANK_ACTS] * e.activate_pj,
+        "column": total[C.COLS] * e.column_pj,
+        "mac": total[C.LANE_OPS] * e.mac_pj,
+        "gb_write": total[C.GB_BYTES] * e.gb_write_pj_per_byte,
+        "offchip": total[C.OFFCHIP_BYTES] * 8 * e.offchip_pj_per_bit,
+        "refresh": total[C.REFRESHES] * e.refresh_pj,
+        "host": total[C.HOST_FLOPS] * e.host_pj_per_flop + total[C.HOST_BYTES] * e.host_pj_per_byte,
+        "static": e.static_mw * latency_ns,
+    }

@@ -1,0 +1,56 @@
+"""The host engine: one in-order processor timed by its roofline, in nanoseconds."""
+
+from __future__ import annotations
+
+from ..hardware import Hardware
+from ..host_ops import cost
+from ..isa import HostOp
+from .stats import N_COUNTERS, C
+
+__all__ = ["HostEngine", "host_op_args"]
+
+
+def host_op_args(op: HostOp, hw: Hardware, dtypes: dict[str, str]) -> tuple[float, float, float]:
+    """(duration ns, FLOPs, bytes) of one host op:
+    ``op_overhead_ns + max(flops / peak_gflops, bytes / bandwidth_gbps)``."""
+    flops, nbytes = cost(op, dtypes)
+    h = hw.host
+    return h.op_overhead_ns + max(flops / h.peak_gflops, nbytes / h.bandwidth_gbps), flops, nbytes
+
+
+class HostEngine:
+    """State of a host stream: the time it is free (ns) and its counters."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.t = 0.0
+        self.ctr: list = [0] * N_COUNTERS
+
+    def host_op(self, env: dict, a: tuple[float, float, float]) -> None:
+        dur, flops, nbytes = a
+        self.t += dur
+        ctr = self.ctr
+        ctr[C.HOST] += 1
+        ctr[C.HOST_FLOPS] += flops
+        ctr[C.HOST_BYTES] += nbytes
+        ctr[C.HOST_BUSY] += dur
+
+    # ---- stream interface (engine) -------------------------------------------------
+    def now(self) -> float:
+        return self.t
+
+    def signal_ns(self) -> float:
+        return self.t
+
+    def wait_until(self, ns: float) -> None:
+        self.t = max(self.t, ns)
+
+    def signature(self, gb_dep: bool) -> tuple:
+        """The host carries no timers: every iteration boundary looks alike."""
+        return ()
+
+    def shift(self, delta: float) -> None:
+        self.t += delta
+
+    def bound(self) -> float:
+        return float("inf")

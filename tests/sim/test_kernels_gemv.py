@@ -1,0 +1,163 @@
+"""GEMV kernels against numpy, on both presets, for every lowering option.
+
+Exactness tests use integer data: x, W in {-1, 0, 1}. Every product and every partial
+sum is then an integer of magnitude <= k, exactly representable in bf16/fp16 inputs and
+in fp16 accumulators while |partial sum| <= 2048 (fp16 has an 11-bit significand) and in
+fp32 accumulators up to 2^24; the guard below checks the 2048 bound on the data. No
+rounding can happen, so any mismatch is a layout or addressing bug: compare exactly.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from sim.errors import AutoschedError
+from sim.hwio import load_hardware
+from sim.kernels import GemvOpts, gemv
+
+HW = {name: load_hardware(name) for name in ("hbm-pim", "aim-gddr6")}
+
+
+def int_data(n: int, k: int, batch: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    x = rng.integers(-1, 2, (batch, k)).astype(np.float32)
+    w = rng.integers(-1, 2, (n, k)).astype(np.float32)
+    prefix = np.abs(np.cumsum(x[:, None, :] * w[None, :, :], axis=-1)).max()
+    assert prefix <= 2048, "test data would round in fp16: pick another seed"
+    return x, w
+
+
+def check_exact(hw, n: int, k: int, batch: int, opts: GemvOpts | None = None) -> None:
+    x, w = int_data(n, k, batch)
+    y = gemv(hw, n, k, batch, opts).run(hw, {"x": x, "W": w})
+    assert y.shape == (batch, n)
+    np.testing.assert_array_equal(y, x @ w.T)
+
+
+SHAPES = [(16, 16, 1), (97, 250, 2), (250, 97, 3), (128, 4096, 1), (11008, 64, 1), (61, 37, 4)]
+
+
+@pytest.mark.parametrize("hw", HW.values(), ids=HW.keys())
+@pytest.mark.parametrize("n,k,batch", SHAPES)
+def test_default_opts_exact(hw, n, k, batch):
+    check_exact(hw, n, k, batch)
+
+
+OPTS = {
+    "hbm-pim": [
+        GemvOpts(k_split=2),
+        GemvOpts(k_split=64),  # pure reduction split
+        GemvOpts(channels=8, k_split=4, registers=2),
+        GemvOpts(mode="lane"),
+        GemvOpts(mode="lane", k_split=2, channels=4),
+        GemvOpts(interleave=True),
+        GemvOpts(double_buffer=True),
+        GemvOpts(double_buffer=True, interleave=True, gb_tile=64),
+        GemvOpts(batch_rows=2),
+        GemvOpts(loop_order="tile_outer", channels=2, registers=1),
+        GemvOpts(gb_tile=32, registers=2, channels=3),
+        GemvOpts(gb_tile=16, registers=2, channels=2),  # two segments share a row
+    ],
+    "aim-gddr6": [
+        GemvOpts(mode="bcast"),
+        GemvOpts(mode="lane", k_split=4),
+        GemvOpts(k_split=8, channels=16),
+        GemvOpts(gb_tile=256, batch_rows=2, double_buffer=True),
+        GemvOpts(gb_tile=64, channels=3),
+        GemvOpts(loop_order="tile_outer", channels=2, registers=2),
+        GemvOpts(batch_rows=2, registers=2, channels=1),
+    ],
+}
+CASES = [(name, o) for name, opts in OPTS.items() for o in opts]
+
+
+@pytest.mark.parametrize("name,opts", CASES, ids=[f"{n}-{i}" for i, (n, _) in enumerate(CASES)])
+@pytest.mark.parametrize("n,k,batch", [(97, 250, 2), (250, 97, 3)])
+def test_every_option_exact(name, opts, n, k, batch):
+    check_exact(HW[name], n, k, batch, opts)
+
+
+def test_batch_four_with_weight_reuse():
+    hw = HW["aim-gddr6"]
+    check_exact(hw, 40, 300, 4, GemvOpts(batch_rows=4, channels=4))
+    check_exact(hw, 40, 300, 4, GemvOpts(batch_rows=3, channels=4))  # batch padded to 6
+
+
+def test_hbm_fp16_accumulation_within_derived_tolerance():
+    """Random data on hbm-pim: the fp16 accumulator rounds after every column step.
+
+    Inputs are rounded to fp16 first (the reference uses the rounded values), products of
+    fp16 values are exact in float32, and step j rounds the running sum s_j to nearest
+    fp16: an error uniform in at most [-u|s_j|, u|s_j|], u = 2^-11, standard deviation at
+    most u|s_j|/sqrt(3). Summed independently over the k steps of each slice (ascending
+    k, which is the order the layout feeds one accumulator lane), the error's standard
+    deviation is at most u * sqrt(sum_j s_j^2 / 3); we allow 6 of those per output. A
+    single misplaced weight column changes an output by |x_j w_ij| ~ 0.5, far beyond it.
+    """
+    from sim.functional import round_to
+
+    hw, n, k = HW["hbm-pim"], 128, 4096
+    rng = np.random.default_rng(1)
+    x = round_to(rng.uniform(-1, 1, (1, k)).astype(np.float32), "fp16")
+    w = round_to(rng.uniform(-1, 1, (n, k)).astype(np.float32), "fp16")
+    y = gemv(hw, n, k, 1).run(hw, {"x": x, "W": w})
+    ref = x.astype(np.float64) @ w.astype(np.float64).T
+    s = np.cumsum(x[0].astype(np.float64) * w.astype(np.float64), axis=1)
+    tol = 6 * 2.0**-11 * np.sqrt((s**2).sum(axis=1) / 3)
+    err = np.abs(y[0] - ref[0])
+    assert (err <= tol).all(), f"max err/tol {np.max(err / tol):.3f}"
+    assert err.max() > 0  # fp16 accumulation does round: the test is not vacuous
+
+
+def test_aim_fp32_accumulation_within_derived_tolerance():
+    """Random data on aim-gddr6: bf16 inputs, fp32 accumulation.
+
+    With the reference on the bf16-rounded inputs, input rounding (relative 2^-8 per
+    element) drops out; bf16 products are exact in fp32, and any order of summing k
+    terms in fp32 errs by at most gamma_k * sum|p_j| <= 1.01 * k * 2^-24 * sum|p_j|.
+    """
+    from sim.functional import round_to
+
+    hw, n, k = HW["aim-gddr6"], 256, 4096
+    rng = np.random.default_rng(2)
+    x = round_to(rng.standard_normal((2, k)).astype(np.float32), "bf16")
+    w = round_to(rng.standard_normal((n, k)).astype(np.float32), "bf16")
+    for opts in (None, GemvOpts(k_split=4), GemvOpts(mode="lane")):
+        y = gemv(hw, n, k, 2, opts).run(hw, {"x": x, "W": w})
+        ref = x.astype(np.float64) @ w.astype(np.float64).T
+        tol = 1.01 * k * 2.0**-24 * (np.abs(x).astype(np.float64) @ np.abs(w).T)
+        assert (np.abs(y - ref) <= tol).all()
+
+
+@pytest.mark.parametrize("name,opts,reason", [
+    ("hbm-pim", GemvOpts(mode="dot"), "adder tree"),
+    ("hbm-pim", GemvOpts(gb_tile=256), "exceeds the global buffer"),
+    ("hbm-pim", GemvOpts(gb_tile=128, double_buffer=True), "double buffer"),
+    ("hbm-pim", GemvOpts(registers=9), "registers live"),
+    ("hbm-pim", GemvOpts(loop_order="tile_outer", registers=1, channels=1), "passes"),
+    ("hbm-pim", GemvOpts(k_split=3), "divide channels"),
+    ("hbm-pim", GemvOpts(batch_rows=3), "batch_rows"),
+    ("hbm-pim", GemvOpts(gb_tile=48), "multiple or divisor"),
+    ("hbm-pim", GemvOpts(channels=65), "channels 65"),
+    ("hbm-pim", GemvOpts(loop_order="diagonal"), "loop_order"),
+    ("aim-gddr6", GemvOpts(interleave=True), "bank-pair"),
+    ("aim-gddr6", GemvOpts(gb_tile=24), "multiple of the 16 lanes"),
+])
+def test_validate_gives_reasons(name, opts, reason):
+    hw = HW[name]
+    why = opts.validate(hw, 4096, 4096, 2)
+    assert any(reason in r for r in why), why
+    with pytest.raises(AutoschedError, match=reason):
+        gemv(hw, 4096, 4096, 2, opts)
+
+
+def test_default_opts_validate_clean():
+    for hw in HW.values():
+        for n, k, batch in SHAPES:
+            assert GemvOpts().validate(hw, n, k, batch) == []
+
+
+def test_rejects_non_positive_shape():
+    with pytest.raises(AutoschedError, match="positive"):
+        gemv(HW["hbm-pim"], 0, 16)
