@@ -90,6 +90,7 @@ class Kernel:
     place: Place
     input_shapes: tuple[tuple[int, ...], ...] = ()
     padded_shapes: tuple[tuple[int, ...], ...] = ()
+    rows: int = 0  # rows per bank to reserve beyond what the program opens (e.g. a KV cache)
 
     def bind(self, tensors: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """The host-buffer inputs for ``execute``: each input checked and zero-padded."""

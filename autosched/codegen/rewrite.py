@@ -1,0 +1,94 @@
+"""Program rewriting: rename buffers and tokens, shift rows, move the channel origin.
+
+These are the only edits the linker makes to a lowered fragment, so every lowering can
+be written as if it owned the whole device: rows from 0, its own buffer and token names.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+
+from sim.isa import Act, Affine, BufRef, Instr, Signal, Wait
+from sim.program import Loop, Node
+
+__all__ = ["Rewrite", "affine_range", "max_row", "rewrite_body"]
+
+
+def _same(name: str) -> str:
+    return name
+
+
+def _one(token: str) -> tuple[str, ...]:
+    return (token,)
+
+
+@dataclasses.dataclass(frozen=True)
+class Rewrite:
+    """What to change: buffer and token renames, a row offset, a channel-position offset."""
+
+    buffers: Callable[[str], str] = _same
+    tokens: Callable[[str], tuple[str, ...]] = _one
+    row_base: int = 0
+    ch_offset: int = 0
+
+
+def _affine(a: Affine, rw: Rewrite) -> Affine:
+    if not rw.ch_offset:
+        return a
+    stride = dict(a.terms).get("ch", 0)
+    return Affine(a.base + stride * rw.ch_offset, a.terms) if stride else a
+
+
+def _value(v: object, rw: Rewrite) -> object:
+    if isinstance(v, Affine):
+        return _affine(v, rw)
+    if isinstance(v, BufRef):
+        return BufRef(rw.buffers(v.buf), _affine(v.offset, rw), v.shape)
+    if isinstance(v, tuple) and v and isinstance(v[0], BufRef):
+        return tuple(_value(x, rw) for x in v)
+    return v
+
+
+def _instr(ins: Instr, rw: Rewrite) -> list[Instr]:
+    if isinstance(ins, Signal):
+        return [Signal(t) for t in rw.tokens(ins.token)]
+    if isinstance(ins, Wait):
+        return [Wait(tuple(t for tok in ins.tokens for t in rw.tokens(tok)))]
+    changes = {f.name: _value(getattr(ins, f.name), rw) for f in dataclasses.fields(ins)}
+    if isinstance(ins, Act) and rw.row_base:
+        r = changes["row"]
+        changes["row"] = Affine(r.base + rw.row_base, r.terms)
+    return [dataclasses.replace(ins, **changes)]
+
+
+def rewrite_body(body: tuple[Node, ...], rw: Rewrite) -> tuple[Node, ...]:
+    """``body`` with every instruction rewritten by ``rw`` (loops kept)."""
+    out: list[Node] = []
+    for n in body:
+        if isinstance(n, Loop):
+            out.append(Loop(n.var, n.count, rewrite_body(n.body, rw)))
+        else:
+            out.extend(_instr(n, rw))
+    return tuple(out)
+
+
+def affine_range(a: Affine, bounds: dict[str, int]) -> tuple[int, int]:
+    """Smallest and largest value of ``a`` with each var in ``0 .. bounds[var]-1``."""
+    lo = hi = a.base
+    for v, s in a.terms:
+        span = s * (bounds[v] - 1)
+        lo, hi = (lo, hi + span) if span >= 0 else (lo + span, hi)
+    return lo, hi
+
+
+def max_row(body: tuple[Node, ...], n_channels: int, bounds: dict[str, int] | None = None) -> int:
+    """The largest row any ``act`` in ``body`` opens (-1 when none)."""
+    bounds = dict(bounds or {}, ch=n_channels)
+    top = -1
+    for n in body:
+        if isinstance(n, Loop):
+            top = max(top, max_row(n.body, n_channels, {**bounds, n.var: n.count}))
+        elif isinstance(n, Act):
+            top = max(top, affine_range(n.row, bounds)[1])
+    return top
