@@ -80,7 +80,7 @@ class _PimWork:
         hw, t, tck = self.hw, self.hw.timing, self.hw.org.tck_ns
         unit_ns = hw.column_elems / hw.pim.lanes * 1e3 / hw.pim.clock_mhz
         return {
-            "cmd_bus": self.commands * tck,
+            "cmd_bus": max(self.commands - 1, 0) * tck,
             "column_pipe": max(self.columns - 1, 0) * t.tccd_s * tck,
             "bank_group": max((max(c - 1, 0) for c in self.group_cols), default=0) * t.tccd_l * tck,
             "pim_unit": max((max(c - 1, 0) for c in self.unit_cols), default=0) * unit_ns,
