@@ -12,11 +12,11 @@ from collections.abc import Sequence
 
 from sim.errors import AutoschedError
 
-from . import hw_cmd, sim_cmd
+from . import db_cmd, hw_cmd, lookup_cmd, models_cmd, sim_cmd, tune_cmd
 
 __all__ = ["main"]
 
-COMMANDS = (hw_cmd, sim_cmd)
+COMMANDS = (hw_cmd, sim_cmd, models_cmd, tune_cmd, lookup_cmd, db_cmd)
 
 
 def build_parser() -> argparse.ArgumentParser:

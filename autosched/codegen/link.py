@@ -33,11 +33,15 @@ __all__ = ["Fragment", "Linked", "link"]
 
 @dataclass(frozen=True)
 class Fragment:
-    """A lowered operator: ``kernel`` and the global buffer each local input/output binds to."""
+    """A lowered operator: ``kernel`` and where each local input/output lives globally.
+
+    ``binds`` holds ``(local, global)`` or ``(local, global, offset)``: the local buffer
+    is the window of the global one starting at element ``offset`` (a view, no copy).
+    """
 
     tag: str
     kernel: Kernel
-    binds: tuple[tuple[str, str], ...]  # (local buffer, global buffer)
+    binds: tuple[tuple, ...]
 
 
 @dataclass
@@ -98,10 +102,11 @@ def _groups(fragments: Sequence[Fragment], hw: Hardware) -> list[tuple[int, int]
     return list(zip(edges[:-1], edges[1:], strict=True))
 
 
-def _pad_copy(local: str, glob: str, logical: tuple[int, ...], padded: tuple[int, ...]) -> Node:
+def _pad_copy(local: str, glob: str, off: int, logical: tuple[int, ...],
+              padded: tuple[int, ...]) -> Node:
     rows, k, kp = int(np.prod(logical[:-1])), logical[-1], padded[-1]
     return Loop("r", rows, (HostOp("copy", (BufRef(local, aff(0, r=kp), (1, k)),),
-                                   (BufRef(glob, aff(0, r=k), (1, k)),)),))
+                                   (BufRef(glob, aff(off, r=k), (1, k)),)),))
 
 
 def link(fragments: Sequence[Fragment], hw: Hardware, name: str = "model") -> Linked:
@@ -114,7 +119,7 @@ def link(fragments: Sequence[Fragment], hw: Hardware, name: str = "model") -> Li
     next_row = 0
     for f in fragments:
         prog, kern = f.kernel.program, f.kernel
-        binds = dict(f.binds)
+        binds = {b[0]: (b[1], b[2] if len(b) > 2 else 0) for b in f.binds}
         pim = [s for s in prog.streams if s.engine == "pim"]
         # inputs whose padded layout differs from the producer's get a private copy
         copies: list[Node] = []
@@ -122,13 +127,14 @@ def link(fragments: Sequence[Fragment], hw: Hardware, name: str = "model") -> Li
             if local in binds and i < len(kern.input_shapes):
                 logical, padded = kern.input_shapes[i], kern.padded_shapes[i]
                 if padded != logical and int(np.prod(logical[:-1])) > 1:
-                    copies.append(_pad_copy(f"{f.tag}.{local}", binds.pop(local), logical, padded))
+                    glob, off = binds.pop(local)
+                    copies.append(_pad_copy(f"{f.tag}.{local}", glob, off, logical, padded))
         rename = _renamer(f.tag, binds)
         for b in prog.buffers:
-            g = rename(b.name)
+            g, off = rename(b.name)
             old = buffers.get(g)
             dtype = "fp32" if b.name in binds else b.dtype
-            buffers[g] = Buffer(g, dtype, max(b.size, old.size if old else 0))
+            buffers[g] = Buffer(g, dtype, max(b.size + off, old.size if old else 0))
         producers = {ins.token: s for s in prog.streams for ins in _signals(s.body)}
         base = next_row
         if pim or kern.rows:
@@ -168,8 +174,8 @@ def link(fragments: Sequence[Fragment], hw: Hardware, name: str = "model") -> Li
     return Linked(prog, rows, tuple(fragments), used_bytes)
 
 
-def _renamer(tag: str, binds: dict[str, str]) -> Callable[[str], str]:
-    return lambda b: binds.get(b, f"{tag}.{b}")
+def _renamer(tag: str, binds: dict[str, tuple[str, int]]) -> Callable[[str], tuple[str, int]]:
+    return lambda b: binds.get(b, (f"{tag}.{b}", 0))
 
 
 def _local_tokens(tokens: Callable[[str], tuple[str, ...]], gi: int) -> Callable:

@@ -15,8 +15,8 @@ from sim.program import Loop, Node
 __all__ = ["Rewrite", "affine_range", "max_row", "rewrite_body"]
 
 
-def _same(name: str) -> str:
-    return name
+def _same(name: str) -> tuple[str, int]:
+    return name, 0
 
 
 def _one(token: str) -> tuple[str, ...]:
@@ -25,9 +25,10 @@ def _one(token: str) -> tuple[str, ...]:
 
 @dataclasses.dataclass(frozen=True)
 class Rewrite:
-    """What to change: buffer and token renames, a row offset, a channel-position offset."""
+    """What to change: buffer renames (new name, element offset of the window), token
+    renames (one token may become several), a row offset, a channel-position offset."""
 
-    buffers: Callable[[str], str] = _same
+    buffers: Callable[[str], tuple[str, int]] = _same
     tokens: Callable[[str], tuple[str, ...]] = _one
     row_base: int = 0
     ch_offset: int = 0
@@ -44,7 +45,9 @@ def _value(v: object, rw: Rewrite) -> object:
     if isinstance(v, Affine):
         return _affine(v, rw)
     if isinstance(v, BufRef):
-        return BufRef(rw.buffers(v.buf), _affine(v.offset, rw), v.shape)
+        name, off = rw.buffers(v.buf)
+        a = _affine(v.offset, rw)
+        return BufRef(name, Affine(a.base + off, a.terms), v.shape)
     if isinstance(v, tuple) and v and isinstance(v[0], BufRef):
         return tuple(_value(x, rw) for x in v)
     return v

@@ -1,0 +1,95 @@
+"""End-to-end figures of one model step: latency, bound, baseline, throughput, energy.
+
+* latency: the linked program on the cycle-level simulator;
+* bound: the sum over nodes of each family's schedule-independent bound (the linked
+  program runs its operators one after another through the host hand-offs);
+* baseline: the same model with every operator on its plain-memory path (weights and
+  KV cache streamed over the external bus to the host), also simulated;
+* ops: one row per distinct (workload, schedule): occurrences and its latency alone.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from autosched.codegen.lowering import lowering_for
+from autosched.database import Database
+from autosched.frontend import ModelConfig
+from sim.hardware import Hardware
+from sim.hwio import load_hardware
+from sim.timing import simulate
+
+from .compile import CompiledModel, compile_model
+
+__all__ = ["ModelFigures", "simulate_model"]
+
+
+@dataclass(frozen=True)
+class ModelFigures:
+    """What ``autosched simulate`` prints; ``to_dict`` is its JSON."""
+
+    model: str
+    hardware: str
+    phase: str
+    batch: int
+    context: int
+    latency_ns: float
+    bound_ns: float
+    baseline_ns: float
+    tokens_per_s: float
+    energy_pj: float
+    energy_per_token_pj: float
+    ops: tuple[dict, ...]
+    lookups: dict
+    sim_wall_s: float
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["ops"] = list(self.ops)
+        return d
+
+
+def op_rows(cm: CompiledModel) -> list[dict]:
+    """Per distinct (workload, schedule) in graph order: count, latency alone, bound."""
+    rows: dict[tuple[str, str], dict] = {}
+    for n in cm.graph:
+        choice = cm.choices[n.name]
+        key = (n.workload.key, choice.schedule.key)
+        if key not in rows:
+            alone = simulate(cm.kernels[n.name].program, cm.hw).latency_ns
+            rows[key] = {"op": n.workload.op, "workload": n.workload.key, "role": n.role,
+                         "count": 0, "latency_ns": alone,
+                         "bound_ns": lowering_for(n.workload).bound(n.workload, cm.hw),
+                         "lookup": choice.kind, "schedule": choice.schedule.to_dict()}
+        rows[key]["count"] += 1
+    return list(rows.values())
+
+
+def model_bound(cm: CompiledModel) -> float:
+    return sum(lowering_for(n.workload).bound(n.workload, cm.hw) for n in cm.graph)
+
+
+def simulate_model(model: str | ModelConfig, hw: str | Hardware, *,
+                   db: str | Path | Database | None = None, phase: str = "decode",
+                   batch: int = 1, context: int | None = None,
+                   fusion: dict | None = None) -> ModelFigures:
+    """Compile and simulate one step of ``model``, with its bound and baseline."""
+    hw = load_hardware(hw)
+    t0 = time.perf_counter()
+    cm = compile_model(model, hw, db=db, phase=phase, batch=batch, context=context,
+                       fusion=fusion)
+    res = simulate(cm.program, hw)
+    base = compile_model(model, hw, phase=phase, batch=batch, context=context,
+                         placement="host")
+    base_ns = simulate(base.program, hw).latency_ns
+    tokens = cm.graph.batch * cm.graph.tokens
+    return ModelFigures(
+        model=cm.cfg.name, hardware=hw.name, phase=cm.graph.phase, batch=cm.graph.batch,
+        context=cm.graph.context, latency_ns=res.latency_ns, bound_ns=model_bound(cm),
+        baseline_ns=base_ns, tokens_per_s=tokens / (res.latency_ns * 1e-9),
+        energy_pj=res.energy_pj, energy_per_token_pj=res.energy_pj / tokens,
+        ops=tuple(op_rows(cm)), lookups=cm.lookup_counts(),
+        sim_wall_s=time.perf_counter() - t0,
+    )
