@@ -40,6 +40,27 @@ def _softmax(op: HostOp, x: Arr) -> Arr:
     return e / e.sum(axis=-1, keepdims=True)
 
 
+def _masked_softmax(op: HostOp, x: Arr) -> Arr:
+    """Softmax over the last axis, columns at or past a row's limit excluded (output 0).
+
+    Attrs: ``scale``; ``limit`` (visible columns, default all); ``causal`` Q (default 0):
+    row ``r`` of the flattened leading axes is query ``i = (r // group) % Q`` and sees
+    columns ``< limit - Q + 1 + i``; ``group`` (default 1).
+    """
+    x = x * float(op.attr("scale", 1.0))
+    n = x.shape[-1]
+    rows = x.reshape(-1, n)
+    vis = np.full(rows.shape[0], int(op.attr("limit", n)))
+    causal = int(op.attr("causal", 0))
+    if causal:
+        r = np.arange(rows.shape[0]) // int(op.attr("group", 1))
+        vis = vis - causal + 1 + r % causal
+    keep = np.arange(n)[None, :] < vis[:, None]
+    rows = np.where(keep, rows, -np.inf)
+    e = np.where(keep, np.exp(rows - rows.max(axis=-1, keepdims=True)), 0.0)
+    return (e / e.sum(axis=-1, keepdims=True)).reshape(x.shape)
+
+
 def _rope(op: HostOp, x: Arr, cos: Arr, sin: Arr) -> Arr:
     """Rotate-half rotary embedding; x is [..., head_dim], cos/sin are [head_dim]."""
     h = x.shape[-1] // 2
@@ -100,6 +121,7 @@ HOST_OPS: dict[str, HostOpSpec] = {
     "silu_mul": HostOpSpec(2, lambda op, a, b: _silu(a) * b, _per_out(6)),
     "rmsnorm": HostOpSpec(2, _rmsnorm, _per_out(4)),
     "softmax": HostOpSpec(1, _softmax, _per_out(5)),
+    "masked_softmax": HostOpSpec(1, _masked_softmax, _per_out(5)),
     "rope": HostOpSpec(3, _rope, _per_out(3)),
     "matmul": HostOpSpec(2, _matmul, _matmul_flops),
     "reduce_sum": HostOpSpec(1, _reduce_sum, _in_elems(1)),

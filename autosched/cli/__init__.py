@@ -12,11 +12,11 @@ from collections.abc import Sequence
 
 from sim.errors import AutoschedError
 
-from . import db_cmd, hw_cmd, lookup_cmd, models_cmd, sim_cmd, tune_cmd
+from . import db_cmd, hw_cmd, lookup_cmd, model_cmds, models_cmd, sim_cmd, tune_cmd
 
 __all__ = ["main"]
 
-COMMANDS = (hw_cmd, sim_cmd, models_cmd, tune_cmd, lookup_cmd, db_cmd)
+COMMANDS = (hw_cmd, sim_cmd, models_cmd, tune_cmd, lookup_cmd, db_cmd, model_cmds)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -37,7 +37,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.run(args) or 0)
     except AutoschedError as e:
-        print(f"autosched: error: {e}", file=sys.stderr)
+        print("autosched: error: " + " ".join(str(e).split()), file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("autosched: interrupted", file=sys.stderr)

@@ -20,13 +20,14 @@ from autosched.codegen import Fragment, Linked, link
 from autosched.codegen.lowering import build, lowering_for
 from autosched.database import Database, open_database
 from autosched.frontend import LlamaModel, ModelConfig, OpGraph, OpNode
+from autosched.fusion import TOKEN_IDS, FusedView, operands, output_width
 from autosched.lookup import LookupResult, lookup
 from search_spaces import Schedule, Workload
 from sim.hardware import Hardware
 from sim.hwio import load_hardware
 from sim.kernels import Kernel
 
-from .glue import concat_rows, slice_cols
+from .glue import gather
 from .graph import model_graph
 from .weights import node_constants, node_weights
 
@@ -110,19 +111,22 @@ class _Builder:
         self._looked: dict[str, LookupResult] = {}
         self.one_row = graph.batch * graph.tokens == 1
         self.homes = self._homes()
-        self.width: dict[str, int] = {}
 
     def _homes(self) -> dict[str, tuple[str, int]]:
-        """At one row, the inputs of a concatenating node live side by side in one buffer."""
+        """At one row, sources concatenated whole by a consumer live side by side."""
         homes: dict[str, tuple[str, int]] = {}
         if not self.one_row:
             return homes
         for n in self.graph:
-            if n.workload.op == "rope" and len(n.inputs) > 1:
-                off = 0
-                for src in n.inputs:
-                    homes[src] = (f"{n.name}.in", off)
-                    off += _out_width(self.graph.node(src).workload)
+            for name, views in operands(self.graph, n).items():
+                if len(views) < 2 or any(v.source in homes for v in views):
+                    continue
+                if all(v.lo == 0 and v.hi == output_width(self.graph.node(v.source).workload)
+                       for v in views):
+                    off = 0
+                    for v in views:
+                        homes[v.source] = (f"{n.name}.{name}", off)
+                        off += v.hi
         return homes
 
     def choose(self, n: OpNode) -> LookupResult:
@@ -141,26 +145,26 @@ class _Builder:
     def home(self, name: str) -> tuple[str, int]:
         return self.homes.get(name, (name, 0))
 
-    def source(self, name: str, start: int = 0, stop: int | None = None) -> tuple[str, int]:
-        """Where columns ``start:stop`` of node ``name``'s output can be read."""
-        width = self.width[name]
-        stop = width if stop is None else stop
-        glob, off = self.home(name)
-        if self.one_row or (start == 0 and stop == width):
-            return glob, off + start
-        tag = f"{name}.cols{start}_{stop}"
-        k = slice_cols(self.graph.batch * self.graph.tokens, width, start, stop)
-        self.frags.append(Fragment(tag, k, (("x", glob, off), ("y", tag))))
-        return tag, 0
-
-    def concat(self, n: OpNode) -> tuple[str, int]:
-        """The concatenation of ``n``'s inputs, per row."""
-        if self.one_row:
-            return f"{n.name}.in", 0
-        widths = tuple(self.width[s] for s in n.inputs)
-        tag = f"{n.name}.in"
-        k = concat_rows(self.graph.batch * self.graph.tokens, widths)
-        binds = [(f"p{i}", *self.home(s)) for i, s in enumerate(n.inputs)]
+    def source(self, n: OpNode, local: str, views: tuple[FusedView, ...]) -> tuple[str, int]:
+        """Where the kernel input ``local`` of ``n`` (the concatenation of ``views``) lives."""
+        g = self.graph
+        if views[0].source == TOKEN_IDS:
+            return TOKEN_IDS, 0
+        first = self.home(views[0].source)
+        widths = [output_width(g.node(v.source).workload) for v in views]
+        if not any(v.last for v in views):
+            if len(views) == 1 and (self.one_row or widths[0] == views[0].hi - views[0].lo):
+                return first[0], first[1] + views[0].lo
+            if self.one_row and all(self.home(v.source) == (first[0], first[1] + sum(
+                    widths[:i])) for i, v in enumerate(views)):
+                return first  # producers already write side by side
+        rows = g.batch * g.tokens
+        last = views[0].last
+        tag = f"{n.name}.{local}"
+        k = gather(g.batch if last else rows, rows,
+                   tuple((wd, v.lo, v.hi) for wd, v in zip(widths, views, strict=True)),
+                   stride=g.tokens if last else 1, offset=g.tokens - 1 if last else 0)
+        binds = [(f"p{i}", *self.home(v.source)) for i, v in enumerate(views)]
         self.frags.append(Fragment(tag, k, (*binds, ("y", tag))))
         return tag, 0
 
@@ -171,39 +175,10 @@ class _Builder:
         self.kernels[n.name] = k
         binds = [(k.output, *self.home(n.name))] + self._inputs(n, k)
         self.frags.append(Fragment(n.name, k, tuple(binds)))
-        self.width[n.name] = int(k.output_shape[-1]) if n.workload.op != "rope" else \
-            int(np.prod(k.output_shape[-2:]))
 
     def _inputs(self, n: OpNode, k: Kernel) -> list[tuple]:
-        w, ins = n.workload, n.inputs
-        if w.op == "embedding":
-            return [("ids", "ids", 0)]
-        if w.op == "rope":
-            src = self.concat(n) if len(ins) > 1 else self.source(ins[0])
-            return [("x", *src)]
-        if w.op == "attention":
-            d = w.dims
-            qw, kw = d["h"] * d["d"], d["kvh"] * d["d"]
-            if len(ins) == 2:  # (rope of q|k, v)
-                return [("q", *self.source(ins[0], 0, qw)),
-                        ("k", *self.source(ins[0], qw, qw + kw)), ("v", *self.source(ins[1]))]
-            return [(name, *self.source(s)) for name, s in zip(("q", "k", "v"), ins, strict=True)]
-        acts = [x for x in k.inputs if x not in _CONSTANTS]
-        return [(local, *self.source(src)) for local, src in zip(acts, ins, strict=False)]
-
-
-_CONSTANTS = {"w", "b", "norm_w", "cos", "sin", "table"}
-
-
-def _out_width(w: Workload) -> int:
-    d = w.dims
-    if w.op in ("gemv", "gemm"):
-        return d["n"] // 2 if w.attr("epilogue") == "silu_mul" else d["n"]
-    if w.op == "rope":
-        return d["h"] * d["d"]
-    if w.op == "attention":
-        return d["h"] * d["d"]
-    return d.get("n", 1)
+        return [(local, *self.source(n, local, views))
+                for local, views in operands(self.graph, n).items()]
 
 
 def compile_model(model: str | ModelConfig, hw: str | Hardware, *,

@@ -33,17 +33,18 @@ _UNIT_ROUNDOFF = {"fp16": 2.0**-11, "bf16": 2.0**-8, "fp32": 2.0**-24}
 def tolerance(cfg: ModelConfig, hw: Hardware) -> float:
     """Allowed max |logit error| relative to max |logit|.
 
-    Each linear layer rounds its input to the device type (u) and accumulates K products
-    in the accumulator type, whose rounding errors add like a random walk (u_acc * sqrt(K)).
-    Errors of independent layers add in quadrature over the depth (2 linear layers per
-    block on each path, 2 blocks per decoder layer, plus the LM head). A factor 4 covers
-    the tails.
+    Each linear layer rounds its input to the device type (relative error u) and sums K
+    products in the accumulator type, whose roundings add like a random walk (relative
+    u_acc * sqrt(K)); both are relative to a typical output. Independent layers add in
+    quadrature over the depth (two linear layers on each path of the two blocks of every
+    decoder layer, plus the LM head). The max |logit| is about 3x a typical logit, which
+    offsets a 3-sigma allowance for the tail, so no further factor is applied.
     """
     u = _UNIT_ROUNDOFF[hw.pim.dtype]
     u_acc = _UNIT_ROUNDOFF[hw.pim.accum_dtype]
     k = max(cfg.hidden, cfg.intermediate, cfg.q_dim)
     depth = 4 * cfg.layers + 1
-    return 4.0 * math.sqrt(depth) * (u + u_acc * math.sqrt(k))
+    return math.sqrt(depth) * (u + u_acc * math.sqrt(k))
 
 
 @dataclass(frozen=True)
@@ -77,11 +78,11 @@ def _reference(cfg: ModelConfig, hw: Hardware, seed: int) -> torch.nn.Module:
 
 def run_check(model: str | ModelConfig, hw: str | Hardware, *, steps: int = 8,
               db: str | Path | Database | None = None, seed: int = 0,
-              first_token: int = 1) -> RunReport:
+              first_token: int = 1, fusion: dict | None = None) -> RunReport:
     """Generate ``steps`` tokens greedily on the simulator and compare each step with torch."""
     hw = load_hardware(hw)
     t0 = time.perf_counter()
-    first = compile_model(model, hw, db=db, context=steps, capacity=steps)
+    first = compile_model(model, hw, db=db, context=steps, capacity=steps, fusion=fusion)
     cfg = first.cfg
     schedules = {name: c.schedule for name, c in first.choices.items()}
     ref = _reference(cfg, hw, seed)
@@ -107,7 +108,7 @@ def run_check(model: str | ModelConfig, hw: str | Hardware, *, steps: int = 8,
         explained = (top2[1] - top2[0]) <= 2 * tol * float(np.max(np.abs(want)))
         rows.append({"step": step, "token": got_tok, "ref_token": ref_tok,
                      "max_abs_err": abs_err, "max_rel_err": rel_err,
-                     "match": got_tok == ref_tok, "flip_within_tolerance": explained})
+                     "match": got_tok == ref_tok, "flip_within_tolerance": bool(explained)})
         token = got_tok
     max_rel = max(r["max_rel_err"] for r in rows)
     ok_tokens = all(r["match"] or r["flip_within_tolerance"] for r in rows)

@@ -54,6 +54,12 @@ def _accumulate(st: ChannelState, a: np.ndarray, prod: np.ndarray) -> np.ndarray
     dtype = st.hw.pim.accum_dtype
     if dtype == "fp32":
         return a + prod.sum(axis=2, dtype=np.float32)
+    if dtype == "fp16":  # the running sum is rounded after every column, as the adder does
+        with np.errstate(over="ignore"):
+            h = a.astype(np.float16)
+            for i in range(prod.shape[2]):
+                h = (h + prod[:, :, i]).astype(np.float16)  # f16 + f32 adds in f32, once
+            return h.astype(np.float32)
     for i in range(prod.shape[2]):
         a = round_to(a + prod[:, :, i], dtype)
     return a

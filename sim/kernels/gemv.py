@@ -143,8 +143,12 @@ def _stream(pl: GemvPlan, kk: int) -> Stream:
     return Stream(f"pim{kk}", "pim", chans, (*loop("bg", pl.nbg, body), Signal(f"gemv{kk}")))
 
 
-def _host(pl: GemvPlan) -> tuple[Stream, list[Buffer]]:
-    """Wait for every slice, reduce lanes and slices, strip the padding into ``y``."""
+def _host(pl: GemvPlan, strip: bool) -> tuple[Stream, list[Buffer], str]:
+    """Wait for every slice, reduce lanes and slices, strip the padding into ``y``.
+
+    Returns the stream, its buffers and the result buffer: ``y`` [batch, n], or with
+    ``strip=False`` the reduced buffer itself, [Bp, npad] row-major.
+    """
     bp, w = pl.Bp, pl.part_width
     body: list[Node] = [Wait(tuple(f"gemv{kk}" for kk in range(pl.ks)))]
     bufs = [Buffer("part", "fp32", bp * pl.P * pl.ks * w)]
@@ -161,6 +165,8 @@ def _host(pl: GemvPlan) -> tuple[Stream, list[Buffer]]:
         body.append(HostOp("reduce_sum", (BufRef("ksum", aff(0), (bp, pl.P, width)),),
                            (BufRef(cur, aff(0), (bp, pl.P, pl.ks, width)),), (("axis", 2),)))
         cur = "ksum"
+    if not strip:
+        return Stream("host", "host", (), tuple(body)), bufs, cur
     n, npad, batch = pl.n, pl.npad, pl.batch
     bufs.append(Buffer("y", "fp32", batch * n))
     if npad == n:
@@ -169,18 +175,23 @@ def _host(pl: GemvPlan) -> tuple[Stream, list[Buffer]]:
     else:
         body += loop("b", batch, (HostOp("copy", (BufRef("y", aff(0, b=n), (1, n)),),
                                           (BufRef(cur, aff(0, b=npad), (1, n)),)),))
-    return Stream("host", "host", (), tuple(body)), bufs
+    return Stream("host", "host", (), tuple(body)), bufs, "y"
 
 
-def gemv(hw: Hardware, n: int, k: int, batch: int = 1, opts: GemvOpts | None = None) -> Kernel:
+def gemv(hw: Hardware, n: int, k: int, batch: int = 1, opts: GemvOpts | None = None, *,
+         strip: bool = True) -> Kernel:
     """The PIM GEMV kernel; tensors ``{"x": [batch, k], "W": [n, k]}``, output ``[batch, n]``.
 
-    Raises AutoschedError listing every reason when ``opts`` cannot work for the shape.
+    ``strip=False`` leaves the padding in: the output is the host's reduced buffer of shape
+    ``[Bp, npad]`` (see :class:`GemvPlan`) whose top-left ``[batch, n]`` is the result, for
+    callers that fuse their own host epilogue. Raises AutoschedError listing every reason
+    when ``opts`` cannot work for the shape.
     """
     pl = plan_gemv(hw, n, k, batch, opts)
-    host, bufs = _host(pl)
+    host, bufs, out = _host(pl, strip)
     x = Buffer("x", hw.pim.dtype, pl.Bp * pl.ktot)
     streams = (*(_stream(pl, kk) for kk in range(pl.ks)), host)
     prog = Program(streams, (x, *bufs), name=f"gemv_{n}x{k}_b{batch}_{pl.opts.mode}")
-    return Kernel(prog, ("x",), "y", (batch, n), partial(place_gemv, pl),
+    shape = (batch, n) if strip else (pl.Bp, pl.npad)
+    return Kernel(prog, ("x",), out, shape, partial(place_gemv, pl),
                   input_shapes=((batch, k),), padded_shapes=((pl.Bp, pl.ktot),))

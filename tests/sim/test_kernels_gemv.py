@@ -161,3 +161,14 @@ def test_default_opts_validate_clean():
 def test_rejects_non_positive_shape():
     with pytest.raises(AutoschedError, match="positive"):
         gemv(HW["hbm-pim"], 0, 16)
+
+
+@pytest.mark.parametrize("name,opts", [("hbm-pim", GemvOpts(k_split=2)),
+                                       ("aim-gddr6", GemvOpts(mode="lane", batch_rows=2))])
+def test_unstripped_output_keeps_the_padding(name, opts):
+    hw, n, k, batch = HW[name], 97, 250, 3
+    x, w = int_data(n, k, batch)
+    kern = gemv(hw, n, k, batch, opts, strip=False)
+    y = kern.run(hw, {"x": x, "W": w})
+    assert y.shape[0] >= batch and y.shape[1] >= n and kern.output != "y"
+    np.testing.assert_array_equal(y[:batch, :n], x @ w.T)

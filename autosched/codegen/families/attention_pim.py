@@ -1,0 +1,176 @@
+"""The PIM streams of the attention lowering (one per sequence split ``si``).
+
+Each stream: write the new tokens' k and v it owns into the cache (``WrBank`` between
+``Act`` and ``Pre``), then per slot either MAC the scores (K on PIM) or read K to the host,
+read V to the host when the weighted sum runs there, signal ``s{si}``; with the weighted
+sum on PIM, wait for the probabilities (``p``), MAC them against V and signal ``o{si}``.
+"""
+
+from __future__ import annotations
+
+from sim.isa import (
+    Act,
+    Affine,
+    BufRef,
+    ClrAcc,
+    Mac,
+    Pre,
+    RdAcc,
+    RdBank,
+    Signal,
+    Wait,
+    WrBank,
+    WrGb,
+    aff,
+)
+from sim.kernels.base import affine_sum, loop
+from sim.program import Node, Stream
+
+from .kv_layout import AttnPlan, TensorLayout
+
+__all__ = ["pim_stream", "query_groups"]
+
+
+def query_groups(pl: AttnPlan, rows: int) -> tuple[list[tuple[str, int]], list[Affine]]:
+    """Loops over groups of ``rows`` query rows of one kv head, and each row's index.
+
+    The index is into the flattened ``[b, q, h]`` query rows; rows of a group are
+    consecutive heads of one token (``rows <= G``) or whole GQA groups of tokens.
+    """
+    g = aff(0, gs=pl.kc * pl.G, ch=pl.G, bi=pl.q * pl.h)
+    if rows <= pl.G:
+        loops = [("i", pl.q), ("jg", pl.G // rows)]
+        idx = [affine_sum(g, t, i=pl.h, jg=rows) for t in range(rows)]
+    else:
+        tg = rows // pl.G
+        loops = [("ig", pl.q // tg)]
+        idx = [affine_sum(g, (t // pl.G) * pl.h + t % pl.G, ig=tg * pl.h) for t in range(rows)]
+    return loops, idx
+
+
+def _nest(loops: list[tuple[str, int]], body: list[Node]) -> list[Node]:
+    for var, n in reversed(loops):
+        body = loop(var, n, body)
+    return body
+
+
+def _slots(pl: AttnPlan, body: list[Node]) -> list[Node]:
+    return _nest([("bi", pl.b), ("gs", pl.kvh // pl.kc)], body)
+
+
+def _slot_row(pl: AttnPlan, t: TensorLayout) -> Affine:
+    per = t.passes * t.rows_per_pass
+    return aff(t.base, bi=(pl.kvh // pl.kc) * per, gs=per)
+
+
+def _writes(pl: AttnPlan, si: int) -> list[Node]:
+    """Store the new tokens' k and v owned by stream ``si`` (one Act per bank row)."""
+    pieces = []
+    for buf, t in (("k", pl.K), ("v", pl.V)):
+        for i in range(pl.q):
+            s, rho, x = pl.owner(t, pl.l - pl.q + i)
+            if s != si:
+                continue
+            src0 = aff(i * pl.kvh * pl.d, bi=pl.q * pl.kvh * pl.d, gs=pl.kc * pl.d, ch=pl.d)
+            for pc in pl.pieces(t, x):
+                row = affine_sum(_slot_row(pl, t), rho * t.rows_per_pass + pc.row)
+                src = BufRef(buf, affine_sum(src0, pc.elem), (pc.ncols * 16,))
+                pieces.append((pc.bank, row, WrBank(pc.bank, pc.col, pc.ncols, src)))
+    body: list[Node] = []
+    for n, (bank, row, wr) in enumerate(pieces):
+        if n == 0 or pieces[n - 1][:2] != (bank, row):
+            body.append(Act(bank, 0, row))
+        body.append(wr)
+        if n + 1 == len(pieces) or pieces[n + 1][:2] != (bank, row):
+            body.append(Pre(bank, 0))
+    return _slots(pl, body) if body else []
+
+
+def _scores(pl: AttnPlan, si: int) -> list[Node]:
+    """MAC every live K pass against ``qk`` query rows held in the global buffer."""
+    loops, idx = query_groups(pl, pl.qk)
+    d, dc, lane_mode = pl.d, pl.d // 16, pl.k_mode == "lane"
+    run = min(pl.qk, pl.G)
+    gbw = [WrGb(BufRef("q", _scale(idx[t0], d), (run * d,)), t0 * d)
+           for t0 in range(0, pl.qk, run)]
+    row0 = affine_sum(_slot_row(pl, pl.K), p=pl.K.rows_per_pass)
+    start = aff(0, p=pl.S * pl.K.chunk)
+    pw = 16 if lane_mode else 1
+    body: list[Node] = []
+    for y in range(pl.ppu):
+        w = y % pl.pps
+        if y % pl.ppr == 0:
+            body.append(Act(0, pl.bpu, affine_sum(row0, y // pl.ppr)))
+        if w == 0:
+            body.append(ClrAcc(0, pl.bpu, 0, pl.qk * pl.rpq))
+        r, j = (w, 0) if lane_mode else divmod(w, 16)
+        mode = "lane" if lane_mode else "dot"
+        body += [Mac(0, pl.bpu, (y % pl.ppr) * dc, dc, t * d, t * pl.rpq + r, mode, j)
+                 for t in range(pl.qk)]
+        if (y + 1) % pl.pps == 0:
+            first = si * pl.K.chunk + (y // pl.pps) * pl.U * pl.pps
+            for t in range(pl.qk):
+                off = affine_sum(_scale(idx[t], pl.lp), start, first)
+                dst = BufRef("sp" if lane_mode else "sc", _scale(off, pw),
+                             (pl.U * pl.rpq * 16,))
+                body.append(RdAcc(0, pl.bpu, t * pl.rpq, pl.rpq, dst))
+        if (y + 1) % pl.ppr == 0:
+            body.append(Pre(0, pl.bpu))
+    passes = pl.passes_of(pl.K, si)
+    if passes == 0:
+        return []
+    return _slots(pl, _nest(loops, [*gbw, *loop("p", passes, body)]))
+
+
+def _scale(a: Affine, k: int) -> Affine:
+    return Affine(a.base * k, tuple((v, s * k) for v, s in a.terms))
+
+
+def _reads(pl: AttnPlan, t: TensorLayout, si: int, buf: str) -> list[Node]:
+    """Read the live passes of a plain-layout tensor into ``buf`` ``[b, kvh, lp, d]``."""
+    passes = pl.passes_of(t, si)
+    if passes == 0:
+        return []
+    bpg = pl.NB // pl.bg  # consecutive reads go to other bank groups (tCCD_S)
+    order = [(i % pl.bg) * bpg + i // pl.bg for i in range(pl.NB)]
+    row = affine_sum(_slot_row(pl, t), p=1)
+    head = aff(0, bi=pl.kvh * pl.lp * pl.d, gs=pl.kc * pl.lp * pl.d, ch=pl.lp * pl.d)
+    base = affine_sum(head, si * t.chunk * pl.d, p=pl.S * t.chunk * pl.d)
+    body: list[Node] = [Act(bk, 0, row) for bk in order]
+    body += [RdBank(bk, 0, pl.cpr, BufRef(buf, affine_sum(base, bk * pl.E), (pl.E,)))
+             for bk in order]
+    body += [Pre(bk, 0) for bk in order]
+    return _slots(pl, loop("p", passes, body))
+
+
+def _wsum(pl: AttnPlan, si: int) -> list[Node]:
+    """MAC the probabilities of ``qv`` query rows against every live V pass."""
+    loops, idx = query_groups(pl, pl.qv)
+    chunk, st, cpp = pl.V.chunk, pl.vstep, pl.cpp
+    start = aff(si * chunk, p=pl.S * chunk)
+    body: list[Node] = [WrGb(BufRef("pr", affine_sum(_scale(idx[t], pl.lp), start), (chunk,)),
+                             t * chunk) for t in range(pl.qv)]
+    body.append(Act(0, st, affine_sum(_slot_row(pl, pl.V), p=1)))
+    body += [Mac(0, st, eb * chunk, chunk, t * chunk, t * cpp + eb, "bcast")
+             for t in range(pl.qv) for eb in range(cpp)]
+    body.append(Pre(0, st))
+    ybuf, off = ("y", 0) if pl.S == 1 else ("yp", si * pl.b * pl.q * pl.h * pl.d)
+    rd = [RdAcc(0, st, t * cpp, cpp, BufRef(ybuf, affine_sum(_scale(idx[t], pl.d), off),
+                                            (pl.d,))) for t in range(pl.qv)]
+    passes = pl.passes_of(pl.V, si)
+    macs = loop("p", passes, body) if passes else []
+    inner = [ClrAcc(0, st, 0, pl.qv * cpp), *macs, *rd]
+    return _slots(pl, _nest(loops, inner))
+
+
+def pim_stream(pl: AttnPlan, si: int) -> Stream:
+    """The SPMD stream of sequence split ``si`` over its ``kv_channels`` channels."""
+    body: list[Node] = _writes(pl, si)
+    body += _scores(pl, si) if pl.scores == "pim" else _reads(pl, pl.K, si, "kh")
+    if pl.wsum == "host":
+        body += _reads(pl, pl.V, si, "vh")
+    body.append(Signal(f"s{si}"))
+    if pl.wsum == "pim":
+        body += [Wait(("p",)), *_wsum(pl, si), Signal(f"o{si}")]
+    chans = tuple(range(si * pl.kc, (si + 1) * pl.kc))
+    return Stream(f"pim{si}", "pim", chans, tuple(body))

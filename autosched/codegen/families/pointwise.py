@@ -1,0 +1,160 @@
+"""Lowerings of rmsnorm, rope, elementwise, embedding and argmax (space: search_spaces.pointwise).
+
+``host`` placement is one host op over all rows on fp32 host buffers of the logical shapes
+(no padding, no PIM stream). ``pim`` (element-wise only) wraps ``sim.kernels.elementwise``
+over the ``m * n`` flattened elements with its buffers renamed to the family convention
+(``a``, ``b`` -> ``y``). For ``m == 1`` the operands are zero-padded to the kernel's
+buffers (``padded_shapes``); for ``m > 1`` the host first copies them into staging buffers
+of the bank dtype and signals ``start``, which the PIM stream waits for.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from autosched.codegen.lowering import Lowering, register
+from search_spaces import Space, Workload
+from search_spaces.pointwise import (
+    DEFAULT_EPS,
+    PIM_BINARY_FNS,
+    POINTWISE_FAMILIES,
+    pointwise_default,
+    pointwise_space,
+)
+from sim.bound import bound as program_bound
+from sim.hardware import Hardware
+from sim.isa import BufRef, HostOp, Signal, Wait, aff
+from sim.kernels import Kernel, elementwise
+from sim.program import Buffer, Loop, Node, Program, Stream
+
+__all__ = ["PointwiseLowering", "binary"]
+
+Shape = tuple[int, ...]
+
+
+def binary(workload: Workload) -> bool:
+    """Whether an elementwise workload reads two operands (``a`` and ``b``)."""
+    return workload.attr("fn") in ("add", "mul", "silu_mul")
+
+
+def _place_nothing(mem: object, tensors: dict[str, np.ndarray]) -> None:
+    """Point-wise kernels keep nothing in the banks: constants are host buffers."""
+
+
+def _host_kernel(name: str, kind: str, ins: list[tuple[str, Shape, Shape]], out: Shape,
+                 attrs: tuple = ()) -> Kernel:
+    """One host op ``y = kind(ins)``; each input is (buffer, logical shape, shape the op sees)."""
+    refs = tuple(BufRef(b, aff(0), seen) for b, _, seen in ins)
+    op = HostOp(kind, (BufRef("y", aff(0), out),), refs, attrs)
+    bufs = [Buffer(b, "fp32", int(np.prod(s))) for b, s, _ in ins]
+    bufs.append(Buffer("y", "fp32", int(np.prod(out))))
+    prog = Program((Stream("host", "host", (), (op,)),), tuple(bufs), name=name)
+    shapes = tuple(s for _, s, _ in ins)
+    return Kernel(prog, tuple(b for b, _, _ in ins), "y", out, _place_nothing,
+                  input_shapes=shapes, padded_shapes=shapes)
+
+
+def _host(wl: Workload) -> Kernel:
+    d, name = wl.dims, f"{wl.op}_host"
+    if wl.op == "rmsnorm":
+        m, n = d["m"], d["n"]
+        eps = float(wl.attr("eps", DEFAULT_EPS))
+        return _host_kernel(name, "rmsnorm", [("x", (m, n), (m, n)), ("w", (n,), (n,))],
+                            (m, n), (("eps", eps),))
+    if wl.op == "rope":
+        m, h, hd = d["m"], d["h"], d["d"]
+        tab = ((m, hd), (m, 1, hd))
+        return _host_kernel(name, "rope", [("x", (m, h, hd), (m, h, hd)), ("cos", *tab),
+                                           ("sin", *tab)], (m, h, hd))
+    if wl.op == "elementwise":
+        m, n = d["m"], d["n"]
+        names = ("a", "b") if binary(wl) else ("a",)
+        return _host_kernel(name, str(wl.attr("fn")), [(b, (m, n), (m, n)) for b in names],
+                            (m, n))
+    if wl.op == "embedding":
+        m, n, v = d["m"], d["n"], d["v"]
+        return _host_kernel(name, "embedding", [("ids", (m,), (m,)), ("table", (v, n), (v, n))],
+                            (m, n))
+    m, n = d["m"], d["n"]  # argmax
+    return _host_kernel(name, "argmax", [("x", (m, n), (m, n))], (m,))
+
+
+def _renamed(body: tuple[Node, ...], names: dict[str, str]) -> tuple[Node, ...]:
+    """``body`` with every buffer reference renamed through ``names`` (others unchanged)."""
+
+    def ref(v: object) -> object:
+        if isinstance(v, BufRef):
+            return dataclasses.replace(v, buf=names.get(v.buf, v.buf))
+        if isinstance(v, tuple) and v and isinstance(v[0], BufRef):
+            return tuple(ref(x) for x in v)
+        return v
+
+    out: list[Node] = []
+    for n in body:
+        if isinstance(n, Loop):
+            out.append(Loop(n.var, n.count, _renamed(n.body, names)))
+        else:
+            out.append(dataclasses.replace(
+                n, **{f.name: ref(getattr(n, f.name)) for f in dataclasses.fields(n)}))
+    return tuple(out)
+
+
+def _pim(wl: Workload, hw: Hardware) -> Kernel:
+    """The in-bank element-wise kernel under the family's buffer names."""
+    m, n, fn = wl.dims["m"], wl.dims["n"], str(wl.attr("fn"))
+    total = m * n
+    lib = elementwise(hw, total, fn)
+    npad = lib.padded_shapes[0][0]
+    srcs = ("a", "b") if fn in PIM_BINARY_FNS else ("a",)
+    stage = m > 1
+    local = {"x": "a", "y": "b", "z": "y"}
+    if stage:
+        local.update(x="a_stage", y="b_stage")
+    streams, bufs = [], [Buffer(local.get(b.name, b.name), b.dtype, b.size)
+                         for b in lib.program.buffers]
+    prep: list = []
+    if stage:
+        for s in srcs:
+            bufs.append(Buffer(s, "fp32", total))
+            prep.append(HostOp("copy", (BufRef(f"{s}_stage", aff(0), (total,)),),
+                               (BufRef(s, aff(0), (total,)),)))
+        prep.append(Signal("start"))
+    for s in lib.program.streams:
+        body = _renamed(s.body, local)
+        if s.engine == "host":
+            body = (*prep, *body)
+        elif stage:
+            body = (Wait(("start",)), *body)
+        streams.append(Stream(s.name, s.engine, s.channels, body))
+    prog = Program(tuple(streams), tuple(bufs), name=f"elementwise_{fn}_pim_{m}x{n}")
+    padded = (m, n) if stage else (1, npad)
+    return Kernel(prog, srcs, "y", (m, n), _place_nothing,
+                  input_shapes=tuple((m, n) for _ in srcs),
+                  padded_shapes=tuple(padded for _ in srcs))
+
+
+class PointwiseLowering(Lowering):
+    """Host op (any family) or in-bank element-wise kernel; nothing placed in the banks."""
+
+    families = POINTWISE_FAMILIES
+
+    def space(self, workload: Workload, hw: Hardware) -> Space:
+        return pointwise_space(workload, hw)
+
+    def default(self, workload: Workload, hw: Hardware) -> dict:
+        return pointwise_default(workload, hw)
+
+    def lower(self, workload: Workload, point: dict, hw: Hardware) -> Kernel:
+        if point["placement"] == "pim":
+            return _pim(workload, hw)
+        return _host(workload)
+
+    def bound(self, workload: Workload, hw: Hardware) -> float:
+        """Min over placements of each placement's program bound (host: the op's roofline)."""
+        points = list(self.space(workload, hw).enumerate())
+        return min(program_bound(self.lower(workload, p, hw).program, hw).ns for p in points)
+
+
+register(PointwiseLowering())

@@ -1,0 +1,287 @@
+"""Apply a fusion plan to an operator graph, and say where every operand comes from.
+
+``apply_fusion(graph, plan)`` (plan: a point of ``search_spaces.fusion.fusion_space``)
+returns a new :class:`OpGraph` whose nodes carry the fused workloads: merged linears are
+named ``l{i}.qkv_proj`` / ``l{i}.gate_up`` (roles ``qkv_proj``, ``gate_up``), absorbing
+linears keep their name and role with new attrs (``prologue``, ``eps``, ``epilogue``),
+removed nodes' consumers read the node that replaced them. ``fuse_weights`` gives the
+weights of the fused graph (merged ``W``/``b`` concatenated in q|k|v and gate|up order,
+``norm_w`` from the absorbed norm's ``w``).
+
+Operand binding (fused or not): every node output is a matrix ``[rows, width]``
+(:func:`output_width`); :func:`operands` maps each activation input of a node's kernel
+(family convention names: ``x``, ``r``, ``a``, ``b``, ``q``, ``k``, ``v``, ``ids``) to the
+:class:`FusedView` s whose column-concatenation forms it. Outputs holding several logical
+tensors are labelled by :func:`output_parts`: ``qkv_proj`` = q | k | v, ``rope`` = q | k,
+``gate_up`` (without silu_mul) = gate | up. E.g. attention ``v`` = columns
+``[(h+kvh)d, (h+2kvh)d)`` of ``qkv_proj``; rope ``x`` of an unfused graph = ``q_proj`` |
+``k_proj`` (two views), of a merged one columns ``[0, (h+kvh)d)`` of ``qkv_proj`` (adjacent
+columns of one source are always one view). ``last`` marks a consumer that reads only
+each sequence's last token (the prefill LM head). Token ids come from the step input
+:data:`TOKEN_IDS`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+import numpy as np
+
+from autosched.frontend import OpGraph, OpNode
+from search_spaces import Workload
+from search_spaces.fusion import fusion_space
+from search_spaces.pointwise import DEFAULT_EPS
+from sim.errors import AutoschedError
+
+__all__ = ["TOKEN_IDS", "FusedView", "FusionError", "apply_fusion", "fuse_weights",
+           "operands", "output_parts", "output_width"]
+
+TOKEN_IDS = "ids"  # the step's token ids [rows, 1]: not a node
+_LINEAR = ("gemv", "gemm")
+_LABEL = {"q_proj": "q", "k_proj": "k", "v_proj": "v", "ffn_gate": "gate", "ffn_up": "up"}
+_ROLE_PART = {"ffn_silu": "gate", "ffn_mul": "up"}  # the part a consumer reads of a merged out
+
+
+class FusionError(AutoschedError):
+    """A plan does not fit the graph, or an operand cannot be found."""
+
+
+@dataclass(frozen=True)
+class FusedView:
+    """Columns ``[lo, hi)`` of ``source``'s output ``[rows, width]``; ``last``: only the row
+    of each sequence's last token (row ``s * tokens + tokens - 1``)."""
+
+    source: str
+    lo: int
+    hi: int
+    last: bool = False
+
+
+def output_width(w: Workload) -> int:
+    """Columns of the output of ``w`` seen as ``[rows, width]``."""
+    d = w.dims
+    if w.op in _LINEAR:
+        return d["n"] // 2 if w.attr("epilogue") == "silu_mul" else d["n"]
+    if w.op in ("rope", "attention"):
+        return d["h"] * d["d"]
+    return 1 if w.op == "argmax" else d["n"]
+
+
+def _rows(w: Workload) -> int:
+    return w.dims["b"] * w.dims["q"] if w.op == "attention" else w.dims["m"]
+
+
+def output_parts(graph: OpGraph, node: OpNode) -> dict[str, tuple[int, int]]:
+    """Labelled column ranges of ``node``'s output (one ``"out"`` range when unlabelled)."""
+    width = output_width(node.workload)
+    if node.role in ("qkv_proj", "rope"):
+        att = [n for n in graph if n.workload.op == "attention" and n.layer == node.layer]
+        if not att:
+            raise FusionError(f"{node.name}: no attention node in layer {node.layer} gives "
+                              "the head split of its q | k | v columns")
+        d = att[0].workload.dims
+        q, kv = d["h"] * d["d"], d["kvh"] * d["d"]
+        parts = {"q": (0, q), "k": (q, q + kv), "v": (q + kv, q + 2 * kv)}
+        return parts if node.role == "qkv_proj" else {"q": parts["q"], "k": parts["k"]}
+    if node.role == "gate_up" and node.workload.attr("epilogue") != "silu_mul":
+        return {"gate": (0, width // 2), "up": (width // 2, width)}
+    return {_LABEL.get(node.role, "out"): (0, width)}
+
+
+def _view(graph: OpGraph, node: OpNode, src: str, span: tuple[int, int]) -> FusedView:
+    want, have = _rows(node.workload), _rows(graph.node(src).workload)
+    if want != have and not (have == graph.batch * graph.tokens and want == graph.batch):
+        raise FusionError(f"{node.name} reads {want} rows from {src}, which has {have}")
+    return FusedView(src, span[0], span[1], want != have)
+
+
+def _labelled(graph: OpGraph, node: OpNode, labels: tuple[str, ...]) -> tuple[FusedView, ...]:
+    out = []
+    for lab in labels:
+        for src in node.inputs:
+            parts = output_parts(graph, graph.node(src))
+            if lab in parts:
+                v = _view(graph, node, src, parts[lab])
+                prev = out[-1] if out else None
+                if prev and (prev.source, prev.hi, prev.last) == (v.source, v.lo, v.last):
+                    v = dataclasses.replace(prev, hi=v.hi)  # adjacent columns: one view
+                    out.pop()
+                out.append(v)
+                break
+        else:
+            raise FusionError(f"{node.name}: none of its inputs {node.inputs} holds {lab!r}")
+    return tuple(out)
+
+
+def operands(graph: OpGraph, node: OpNode) -> dict[str, tuple[FusedView, ...]]:
+    """Activation inputs of ``node``'s kernel, each as the views to concatenate by column."""
+    w = node.workload
+    if w.op == "embedding":
+        return {"ids": (FusedView(TOKEN_IDS, 0, 1),)}
+    if w.op == "rope":
+        return {"x": _labelled(graph, node, ("q", "k"))}
+    if w.op == "attention":
+        return {k: _labelled(graph, node, (k,)) for k in ("q", "k", "v")}
+    if w.op in _LINEAR:
+        names = ("x", "r") if w.attr("epilogue") == "add" else ("x",)
+    elif w.op == "elementwise":
+        names = ("a", "b") if w.attr("fn") in ("add", "mul", "silu_mul") else ("a",)
+    else:
+        names = ("x",)
+    if len(names) != len(node.inputs):
+        raise FusionError(f"{node.name} ({w.key}) has inputs {node.inputs}, its kernel "
+                          f"reads {names}")
+    out = {}
+    for name, src in zip(names, node.inputs, strict=True):
+        parts = output_parts(graph, graph.node(src))
+        if len(parts) > 1:
+            lab = _ROLE_PART.get(node.role)
+            if lab not in parts:
+                raise FusionError(f"{node.name} reads merged {src} but its role {node.role!r} "
+                                  f"names none of its parts {sorted(parts)}")
+            out[name] = (_view(graph, node, src, parts[lab]),)
+        else:
+            out[name] = (_view(graph, node, src, next(iter(parts.values()))),)
+    return out
+
+
+# ------------------------------------------------------------------ graph rewriting
+@dataclass
+class _State:
+    nodes: list[OpNode]
+    origin: dict[str, tuple[str, ...]]  # linear node -> original nodes whose W it stacks
+    norm: dict[str, str]  # node with a prologue -> the norm node it absorbed
+
+    def consumers(self, name: str) -> list[OpNode]:
+        return [n for n in self.nodes if name in n.inputs]
+
+    def rewire(self, mapping: dict[str, str]) -> None:
+        out = []
+        for n in self.nodes:
+            ins: list[str] = []
+            for i in n.inputs:
+                j = mapping.get(i, i)
+                if j == i or j not in ins:
+                    ins.append(j)
+            out.append(dataclasses.replace(n, inputs=tuple(ins)))
+        self.nodes = out
+
+    def swap(self, old: OpNode, new: OpNode | None) -> None:
+        i = self.nodes.index(old)
+        self.nodes[i:i + 1] = [] if new is None else [new]
+
+
+def _with(w: Workload, inputs_dims: dict | None = None, **attrs: object) -> Workload:
+    return Workload.make(w.op, w.dtype, {**dict(w.attrs), **attrs} or None,
+                         **{**w.dims, **(inputs_dims or {})})
+
+
+def _merge(st: _State, roles: tuple[str, ...], role: str) -> None:
+    for layer in sorted({n.layer for n in st.nodes if n.role == roles[0]}, key=str):
+        parts = [next((n for n in st.nodes if n.role == r and n.layer == layer), None)
+                 for r in roles]
+        if None in parts:
+            continue
+        w0 = parts[0].workload
+        same = all(p.inputs == parts[0].inputs and p.workload.op == w0.op
+                   and (p.workload.dtype, p.workload.attrs) == (w0.dtype, w0.attrs)
+                   and p.workload.dims["k"] == w0.dims["k"]
+                   and p.workload.dims["m"] == w0.dims["m"] for p in parts)
+        if not same or w0.op not in _LINEAR:
+            raise FusionError(f"cannot merge {[p.name for p in parts]} into {role}: they need "
+                              "the same input, family, m, k, dtype and attrs")
+        name = role if layer is None else f"l{layer}.{role}"
+        n = sum(p.workload.dims["n"] for p in parts)
+        st.origin[name] = sum((st.origin.get(p.name, (p.name,)) for p in parts), ())
+        st.swap(parts[0], OpNode(name, _with(w0, {"n": n}), parts[0].inputs, layer, role))
+        for p in parts[1:]:
+            st.swap(p, None)
+        st.rewire({p.name: name for p in parts})
+
+
+def _silu_mul(st: _State) -> None:
+    for g in [n for n in st.nodes if n.role == "gate_up"]:
+        users = st.consumers(g.name)
+        silu = next((u for u in users if u.role == "ffn_silu" and u.inputs == (g.name,)), None)
+        mul = next((u for u in users if silu and u.role == "ffn_mul"
+                    and u.inputs == (silu.name, g.name)), None)
+        if mul is None or len(users) != 2 or st.consumers(silu.name) != [mul]:
+            raise FusionError(f"{g.name}: silu_mul_epilogue needs exactly silu(gate) * up "
+                              f"after it, found consumers {[u.name for u in users]}")
+        st.swap(g, dataclasses.replace(g, workload=_with(g.workload, epilogue="silu_mul")))
+        st.swap(silu, None)
+        st.swap(mul, None)
+        st.rewire({mul.name: g.name})
+
+
+def _residual(st: _State) -> None:
+    for lin in [n for n in st.nodes if n.role in ("o_proj", "ffn_down")]:
+        users = st.consumers(lin.name)
+        add = users[0] if len(users) == 1 else None
+        if (add is None or add.workload.op != "elementwise" or add.workload.attr("fn") != "add"
+                or len(add.inputs) != 2 or lin.workload.attr("epilogue")
+                or _rows(add.workload) != _rows(lin.workload)):
+            raise FusionError(f"{lin.name}: residual_epilogue needs one residual add "
+                              f"consuming it, found {[u.name for u in users]}")
+        res = next(i for i in add.inputs if i != lin.name)
+        st.swap(lin, None)
+        st.swap(add, dataclasses.replace(lin, workload=_with(lin.workload, epilogue="add"),
+                                         inputs=(lin.inputs[0], res)))
+        st.rewire({add.name: lin.name})
+
+
+def _norms(st: _State) -> None:
+    for r in [n for n in st.nodes if n.workload.op == "rmsnorm"]:
+        users = st.consumers(r.name)
+        if not users or not all(u.workload.op in _LINEAR and u.inputs[0] == r.name
+                                and r.name not in u.inputs[1:]
+                                and not u.workload.attr("prologue") for u in users):
+            continue  # a norm read by anything but a linear's x stays a node
+        eps = float(r.workload.attr("eps", DEFAULT_EPS))
+        for u in users:
+            st.norm[u.name] = r.name
+            st.swap(u, dataclasses.replace(
+                u, workload=_with(u.workload, prologue="rmsnorm", eps=eps),
+                inputs=(r.inputs[0], *u.inputs[1:])))
+        st.swap(r, None)
+
+
+def _fuse(graph: OpGraph, plan: dict) -> _State:
+    fusion_space().check(plan)
+    st = _State(list(graph.nodes), {}, {})
+    if plan["merge_qkv"]:
+        _merge(st, ("q_proj", "k_proj", "v_proj"), "qkv_proj")
+    if plan["merge_gate_up"]:
+        _merge(st, ("ffn_gate", "ffn_up"), "gate_up")
+        if plan["silu_mul_epilogue"]:
+            _silu_mul(st)
+    if plan["residual_epilogue"]:
+        _residual(st)
+    if plan["norm_into_linear"]:
+        _norms(st)
+    return st
+
+
+def apply_fusion(graph: OpGraph, plan: dict) -> OpGraph:
+    """The graph with ``plan`` applied (see the module docstring); ``graph`` is unchanged."""
+    return dataclasses.replace(graph, nodes=tuple(_fuse(graph, plan).nodes))
+
+
+def fuse_weights(graph: OpGraph, plan: dict,
+                 weights: dict[str, dict[str, np.ndarray]]) -> dict[str, dict[str, np.ndarray]]:
+    """Weights of ``apply_fusion(graph, plan)`` from those of ``graph`` (keyed by node name,
+    then tensor name: ``W``, ``b``, ``w``, ``table``)."""
+    st = _fuse(graph, plan)
+    out: dict[str, dict[str, np.ndarray]] = {}
+    for n in st.nodes:
+        srcs = st.origin.get(n.name, (n.name,))
+        t = dict(weights.get(srcs[0], {}))
+        for key in ("W", "b"):
+            if len(srcs) > 1 and key in t:
+                t[key] = np.concatenate([weights[s][key] for s in srcs], axis=0)
+        if n.name in st.norm:
+            t["norm_w"] = weights[st.norm[n.name]]["w"]
+        if t:
+            out[n.name] = t
+    return out

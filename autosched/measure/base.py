@@ -1,0 +1,80 @@
+"""One measurement of one schedule, and the interface every measurement back end implements."""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from search_spaces import Schedule, Workload
+from search_spaces.measurement import Measurement
+from sim import SIM_VERSION
+from sim.errors import AutoschedError
+from sim.hardware import Hardware
+from sim.timing import simulate
+
+from ..codegen.lowering import build, lowering_for
+
+__all__ = ["MeasureInput", "Runner", "measure_one"]
+
+
+@dataclass(frozen=True)
+class MeasureInput:
+    """What to measure: one schedule of one workload on one hardware. Picklable."""
+
+    workload: Workload
+    schedule: Schedule
+    hw: Hardware
+
+    def describe(self) -> str:
+        """``workload key / schedule key on hw name``, for error messages."""
+        return f"{self.workload.key} / {self.schedule.key} on {self.hw.name}"
+
+
+def measure_one(inp: MeasureInput) -> Measurement:
+    """Build, simulate and bound ``inp``; any :class:`AutoschedError` becomes a failure record.
+
+    Only the project's error base is caught: an invalid point, a code generator that
+    rejects the shape or a program the simulator refuses are data; anything else is a
+    bug and propagates.
+    """
+    w, hw = inp.workload, inp.hw
+    try:
+        bound_ns = lowering_for(w).bound(w, hw)
+        kernel = build(w, inp.schedule, hw)
+        res = simulate(kernel.program, hw)
+    except AutoschedError as e:
+        return Measurement.failed(w, inp.schedule, hw.fingerprint, hw.name, SIM_VERSION, str(e))
+    return Measurement(w, inp.schedule, hw.fingerprint, hw.name, SIM_VERSION,
+                       res.latency_ns, res.energy_pj, bound_ns)
+
+
+class Runner(abc.ABC):
+    """Measures batches of schedules: the one seam between the search and a measurement back end.
+
+    Contract for every implementation (the local simulator pool today; an FPGA prototype,
+    a farm of simulator workers or silicon later):
+
+    * ``run(inputs)`` returns exactly one :class:`Measurement` per input, in input order;
+    * a candidate that cannot be built or run is a *record* (``Measurement.failed`` with
+      the reason), never an exception, so the search goes on and never retries it;
+    * an unexpected error (a bug, a lost worker) raises, naming the input it concerned;
+    * ``run`` is deterministic in the values it returns (latency, energy, bound) for a
+      given input, whatever the parallelism; it does not write to any database (the
+      caller commits each record);
+    * a runner may hold workers between calls; ``close()`` releases them (idempotent) and
+      runners are context managers. One runner is driven by one thread at a time.
+    """
+
+    @abc.abstractmethod
+    def run(self, inputs: Sequence[MeasureInput]) -> list[Measurement]:
+        """One measurement per input, same order, failures included."""
+
+    def close(self) -> None:  # noqa: B027 (optional hook: nothing to release by default)
+        """Release workers; the runner may not be used afterwards."""
+
+    def __enter__(self) -> Runner:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

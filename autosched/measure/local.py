@@ -1,0 +1,79 @@
+"""The local runner: the cycle-level simulator in a pool of worker processes on this machine."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+
+from search_spaces.measurement import Measurement
+from sim.errors import AutoschedError
+
+from .base import MeasureInput, Runner, measure_one
+
+__all__ = ["LocalRunner"]
+
+
+def _warm() -> None:
+    """Worker initialiser: register the built-in lowerings once per process."""
+    from ..codegen import families  # noqa: F401
+
+
+class LocalRunner(Runner):
+    """``workers`` processes (default ``os.cpu_count()``); ``workers=1`` runs in-process.
+
+    The pool starts at the first ``run`` and is reused until :meth:`close`. Workers are
+    forked where the platform allows, so lowerings registered by the parent are present.
+    A worker exception other than :class:`AutoschedError` (which ``measure_one`` already
+    turns into a failure record) propagates with a note naming the input; a worker that
+    dies takes the pool with it, and the next ``run`` starts a fresh one.
+    """
+
+    def __init__(self, workers: int | None = None) -> None:
+        n = (os.cpu_count() or 1) if workers is None else workers
+        if type(n) is not int or n < 1:
+            raise AutoschedError(f"LocalRunner needs workers >= 1, got {workers!r}")
+        self.workers = n
+        self._pool: ProcessPoolExecutor | None = None
+        self._closed = False
+
+    def run(self, inputs: Sequence[MeasureInput]) -> list[Measurement]:
+        if self._closed:
+            raise AutoschedError("this LocalRunner is closed; create a new one")
+        if self.workers == 1 or len(inputs) <= 1:
+            return [_named(measure_one, inp) for inp in inputs]
+        if self._pool is None:
+            self._pool = ProcessPoolExecutor(self.workers, initializer=_warm)
+        futures = [self._pool.submit(measure_one, inp) for inp in inputs]
+        out: list[Measurement] = []
+        for fut, inp in zip(futures, inputs, strict=True):
+            try:
+                out.append(fut.result())
+            except BrokenProcessPool as e:
+                self._drop_pool()
+                e.add_note(f"a worker died while measuring {inp.describe()}")
+                raise
+            except Exception as e:
+                for f in futures:
+                    f.cancel()
+                e.add_note(f"while measuring {inp.describe()}")
+                raise
+        return out
+
+    def _drop_pool(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+
+    def close(self) -> None:
+        self._drop_pool()
+        self._closed = True
+
+
+def _named(fn, inp: MeasureInput) -> Measurement:
+    try:
+        return fn(inp)
+    except Exception as e:
+        e.add_note(f"while measuring {inp.describe()}")
+        raise

@@ -1,0 +1,15 @@
+"""The search: per-task tuners driven by Optuna ask/tell, and the task scheduler over them.
+
+:class:`TaskTuner` tunes one workload (resumable from the database); :class:`TaskScheduler`
+spends one measurement budget over many; :func:`tune_tasks` wires them for a model's
+tasks. ``autosched.search.testing`` holds a small fake lowering for tests.
+"""
+
+from .scheduler import Progress, TaskResult, TaskScheduler
+from .study import SAMPLERS, SearchError, make_sampler, make_study
+from .training import TrainingSet
+from .tune import tune_tasks
+from .tuner import TaskTuner
+
+__all__ = ["SAMPLERS", "Progress", "SearchError", "TaskResult", "TaskScheduler", "TaskTuner",
+           "TrainingSet", "make_sampler", "make_study", "tune_tasks"]

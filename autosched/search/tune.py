@@ -1,0 +1,64 @@
+"""``tune_tasks``: tune every task of a model on one hardware within one measurement budget."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from optuna.samplers import BaseSampler
+
+from cost_models.base import CostModel
+from search_spaces import Workload
+from sim.hardware import Hardware
+
+from ..database import Database, open_database
+from ..measure import LocalRunner, Runner
+from .scheduler import Progress, TaskResult, TaskScheduler
+from .study import SearchError
+from .training import TrainingSet
+from .tuner import TaskTuner
+
+__all__ = ["tune_tasks"]
+
+
+def _merge(tasks: Sequence) -> list[tuple[Workload, int]]:
+    """(workload, count) pairs or objects with ``.workload`` and ``.count``; equal keys add up."""
+    out: dict[str, tuple[Workload, int]] = {}
+    for t in tasks:
+        w, n = (t.workload, t.count) if hasattr(t, "workload") else t
+        if not isinstance(w, Workload) or not isinstance(n, int) or n < 1:
+            raise SearchError(f"a task is (Workload, count >= 1), got {t!r}")
+        out[w.key] = (w, out[w.key][1] + n if w.key in out else n)
+    return list(out.values())
+
+
+def tune_tasks(tasks: Sequence, hw: Hardware, *, db: Database | str, trials: int,
+               workers: int | None = None, sampler: str | BaseSampler = "tpe", seed: int = 0,
+               cost_model: CostModel | None = None,
+               progress: Callable[[Progress], None] | None = None,
+               multi_objective: bool = False, runner: Runner | None = None,
+               storage: str | None = None, warmup: int = 4, batch: int = 8) -> list[TaskResult]:
+    """Tune ``tasks`` on ``hw``; ``trials`` is this run's budget of *new* measurements.
+
+    Reads top to bottom as the pipeline: database, runner, one tuner per task (its space,
+    its study resumed from the database, its default enqueued), then the scheduler's
+    rounds of ask, rank, measure, commit and tell. A second run on the same database with
+    the same arguments measures only schedules the first did not and stops once every
+    space is exhausted. Same seed and same database state give the same measurements.
+    ``runner`` overrides the local pool of ``workers`` processes (the caller closes it).
+    """
+    if not isinstance(trials, int) or trials < 0:
+        raise SearchError(f"trials must be an int >= 0, got {trials!r}")
+    database = open_database(db)
+    own = runner is None
+    run = LocalRunner(workers) if runner is None else runner
+    try:
+        training = TrainingSet()
+        tuners = [TaskTuner(w, n, hw, db=database, runner=run, sampler=sampler,
+                            seed=seed + i, cost_model=cost_model, training=training,
+                            multi_objective=multi_objective, storage=storage)
+                  for i, (w, n) in enumerate(_merge(tasks))]
+        scheduler = TaskScheduler(tuners, run, seed=seed, warmup=warmup, batch=batch)
+        return scheduler.run(trials, progress)
+    finally:
+        if own:
+            run.close()

@@ -1,0 +1,178 @@
+"""The cost model's input: a fixed-length, family-independent vector per candidate.
+
+``log`` below is ``log2(1 + x)``. Per-channel counts are on the busiest channel of the
+program (see :mod:`cost_models.program_stats`). Slots, in order:
+
+program physics
+  log_bus_bytes        data-bus bytes per channel (broadcast + read-out + bank I/O)
+  log_commands         commands per channel (each column of a multi-column command)
+  log_columns          column commands per channel
+  log_group_columns    column commands on the busiest bank group
+  log_unit_columns     MAC / element-wise columns on the busiest PIM unit
+  log_bank_acts        row activations of the busiest bank
+  log_channel_acts     bank activations summed over one channel
+  cols_per_act         PIM columns per activation in the busiest bank (row reuse)
+  log_gb_writes        global-buffer write commands per channel
+  log_gb_bytes         global-buffer bytes per channel
+  log_acc_bytes        accumulator read-out bytes per channel
+  log_lanes_issued     MAC lane operations issued over the device
+  log_useful_macs      multiply-accumulates the workload needs (FLOPs / 2)
+  lane_util            useful / issued lanes (0 without MACs): padding waste
+  log_host_ops         host op count
+  log_host_flops       host FLOPs
+  log_host_bytes       host bytes
+  log_transfer_bytes   bytes over every channel's bus, device total
+  log_channels         channels used by PIM streams
+  channel_frac         channels used / channels of the device
+  pim_streams          number of PIM streams
+analytical model (``sim.bound.bound``; times in ns)
+  log_bound_ns         the program's bound
+  share_<r>            busiest stream's time on resource r / bound, r in cmd_bus,
+                       column_pipe, bank_group, pim_unit, data_bus, host
+  log_act_ns           busiest bank's activations x (tRCD_MAC + tRP)
+  log_faw_ns           a channel's activations / 4 x tFAW
+  log_bound_refresh_ns bound / (1 - tRFC / tREFI)
+hardware
+  log_channel_gbps, log_internal_gbps, log_pim_gflops, log_host_gflops, log_host_gbps,
+  trcd_mac_ns, trp_ns, tras_ns, tfaw_ns, refresh_duty (tRFC / tREFI), tck_ns,
+  pim_clock_ghz, lanes, registers, log_gb_bytes_hw, banks_per_unit, adder_tree,
+  host_overhead_ns
+family           family=<f> one-hot over ``search_spaces.FAMILIES``
+space            space_h0 .. space_h15: the space's own features hashed into 16 slots;
+                 slot and sign from a stable hash of the feature name, value
+                 ``sign(v) * log2(1 + |v|)``, colliding features add up
+"""
+
+from __future__ import annotations
+
+import math
+import zlib
+
+import numpy as np
+
+from search_spaces import FAMILIES, Workload
+from sim.bound import bound
+from sim.hardware import Hardware
+
+from .base import Candidate
+from .program_stats import program_stats
+
+__all__ = ["FEATURE_NAMES", "FEATURE_VERSION", "SPACE_SLOTS", "featurize", "features",
+           "useful_macs"]
+
+FEATURE_VERSION = 1
+SPACE_SLOTS = 16
+_RESOURCES = ("cmd_bus", "column_pipe", "bank_group", "pim_unit", "data_bus", "host")
+_PHYSICS = (
+    "log_bus_bytes", "log_commands", "log_columns", "log_group_columns", "log_unit_columns",
+    "log_bank_acts", "log_channel_acts", "cols_per_act", "log_gb_writes", "log_gb_bytes",
+    "log_acc_bytes", "log_lanes_issued", "log_useful_macs", "lane_util", "log_host_ops",
+    "log_host_flops", "log_host_bytes", "log_transfer_bytes", "log_channels", "channel_frac",
+    "pim_streams",
+)
+_BOUND = ("log_bound_ns", *(f"share_{r}" for r in _RESOURCES), "log_act_ns", "log_faw_ns",
+          "log_bound_refresh_ns")
+_HW = (
+    "log_channel_gbps", "log_internal_gbps", "log_pim_gflops", "log_host_gflops",
+    "log_host_gbps", "trcd_mac_ns", "trp_ns", "tras_ns", "tfaw_ns", "refresh_duty", "tck_ns",
+    "pim_clock_ghz", "lanes", "registers", "log_gb_bytes_hw", "banks_per_unit", "adder_tree",
+    "host_overhead_ns",
+)
+FEATURE_NAMES: tuple[str, ...] = (
+    *_PHYSICS, *_BOUND, *_HW, *(f"family={f}" for f in FAMILIES),
+    *(f"space_h{i}" for i in range(SPACE_SLOTS)),
+)
+
+_CACHE: dict[tuple, np.ndarray] = {}
+_CACHE_MAX = 50_000
+
+
+def _log(x: float) -> float:
+    return math.log2(1.0 + max(x, 0.0))
+
+
+def useful_macs(w: Workload) -> float:
+    """Multiply-accumulates the workload's arithmetic needs (0 for families without MACs)."""
+    d = w.dims
+    if w.op in ("gemv", "gemm"):
+        return float(d["m"] * d["n"] * d["k"])
+    if w.op == "attention":  # q k^T and p v over the whole context
+        return 2.0 * d["b"] * d["q"] * d["h"] * d["l"] * d["d"]
+    return 0.0
+
+
+def _hardware(hw: Hardware) -> list[float]:
+    t, tck = hw.timing, hw.org.tck_ns
+    return [
+        _log(hw.channel_bus_gbps), _log(hw.internal_bandwidth_gbps), _log(hw.pim_peak_gflops),
+        _log(hw.host.peak_gflops), _log(hw.host.bandwidth_gbps), t.trcd_mac * tck,
+        t.trp * tck, t.tras * tck, t.tfaw * tck, t.trfc / t.trefi, tck,
+        hw.pim.clock_mhz / 1e3, float(hw.pim.lanes), float(hw.pim.registers),
+        _log(hw.pim.global_buffer_bytes), float(hw.pim.banks_per_unit),
+        float(hw.pim.adder_tree), hw.host.op_overhead_ns,
+    ]
+
+
+def _program_part(c: Candidate) -> np.ndarray:
+    """Physics, bound and hardware slots: everything that depends on program and hardware."""
+    hw = c.hw
+    st = program_stats(c.program, hw)
+    macs = useful_macs(c.workload)
+    phys = [
+        _log(st.bus_bytes), _log(st.commands), _log(st.columns), _log(st.group_columns),
+        _log(st.unit_columns), _log(st.bank_acts), _log(st.channel_acts),
+        st.bank_columns / st.bank_acts if st.bank_acts else 0.0, _log(st.gb_writes),
+        _log(st.gb_bytes), _log(st.acc_bytes), _log(st.lanes_issued), _log(macs),
+        min(macs / st.lanes_issued, 1.0) if st.lanes_issued else 0.0, _log(st.host_ops),
+        _log(st.host_flops), _log(st.host_bytes), _log(st.transfer_bytes), _log(st.channels),
+        st.channels / hw.org.channels, float(st.pim_streams),
+    ]
+    b = bound(c.program, hw)
+    share = dict.fromkeys(_RESOURCES, 0.0)
+    for key, ns in b.resources.items():
+        r = key.rsplit(":", 1)[-1]
+        if r in share and b.ns > 0:
+            share[r] = max(share[r], ns / b.ns)
+    t, tck = hw.timing, hw.org.tck_ns
+    duty = t.trfc / t.trefi
+    bnd = [
+        _log(b.ns), *share.values(), _log(st.bank_acts * (t.trcd_mac + t.trp) * tck),
+        _log(st.channel_acts / 4 * t.tfaw * tck), _log(b.ns / (1.0 - min(duty, 0.5))),
+    ]
+    return np.asarray([*phys, *bnd, *_hardware(hw)], dtype=np.float64)
+
+
+def _slot(name: str) -> tuple[int, float]:
+    h = zlib.crc32(name.encode())
+    return h % SPACE_SLOTS, (1.0 if (h >> 16) & 1 else -1.0)
+
+
+def _space_part(c: Candidate) -> np.ndarray:
+    out = np.zeros(SPACE_SLOTS)
+    vals = c.space.features(c.point_dict)
+    for name, v in zip(c.space.feature_names(), vals, strict=True):
+        i, sign = _slot(name)
+        out[i] += sign * math.copysign(_log(abs(float(v))), v)
+    return out
+
+
+def features(c: Candidate) -> np.ndarray:
+    """The feature vector of one candidate (length ``len(FEATURE_NAMES)``); cached."""
+    key = (c.program, c.hw, c.workload, c.space.digest, c.point)
+    hit = _CACHE.get(key)
+    if hit is not None:
+        return hit
+    fam = np.asarray([1.0 if c.workload.op == f else 0.0 for f in FAMILIES])
+    vec = np.concatenate([_program_part(c), fam, _space_part(c)])
+    if len(_CACHE) >= _CACHE_MAX:
+        _CACHE.clear()
+    _CACHE[key] = vec
+    vec.setflags(write=False)
+    return vec
+
+
+def featurize(candidates: list[Candidate] | tuple[Candidate, ...]) -> np.ndarray:
+    """``[len(candidates), len(FEATURE_NAMES)]`` float matrix."""
+    if not candidates:
+        return np.zeros((0, len(FEATURE_NAMES)))
+    return np.stack([features(c) for c in candidates])

@@ -1,0 +1,200 @@
+"""XGBoost cost models: regression on log latency, and a ranker with one group per task.
+
+Both read :func:`cost_models.features.featurize` vectors. Before any fit (and without a
+pretrained base) they score by the analytical model: ``log2`` of the program's bound.
+``fit`` is called with every measurement so far and retrains from the base booster: from
+scratch, or on top of the trees of a loaded (pretrained) model, so a model trained on
+other workloads and hardware ranks from the first round and is corrected by local data.
+
+The ranker uses ``rank:pairwise`` (LambdaMART without a gain weighting) over groups of
+one task each (workload + hardware fingerprint). Within a group the latencies are ranked
+and mapped linearly onto integer grades ``0 .. min(32, n) - 1``, fastest highest (the
+same labels ``rank:ndcg`` would accept; its exponential gain needs grades below 32).
+Rank-based grades are scale-free, so tasks of very different latency weigh the same, and
+candidates whose ranks fall in the same 1/32 of the group share a grade (no pair).
+Why pairwise and not ndcg: the search orders whole batches of proposals, and on held-out
+GEMV tasks ``rank:pairwise`` reached pairwise accuracy 0.94-0.96 where ``rank:ndcg``
+reached 0.65-0.86 (it spends its gradient on each group's top few). Pairs are sampled
+with ``lambdarank_pair_method="mean"`` (32 per row), so the whole order is learned.
+Saved as XGBoost UBJSON/JSON (``Booster.save_model``) plus ``<stem>.meta.json``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import ClassVar
+
+import numpy as np
+import xgboost as xgb
+
+from .base import Candidate, CostModel
+from .errors import CostModelError
+from .features import FEATURE_NAMES, FEATURE_VERSION, featurize
+from .metrics import rankdata
+
+__all__ = ["XGBRankModel", "XGBRegressionModel", "meta_path", "relevance", "task_key"]
+
+FORMAT = "autosched-cost-model"
+_BOUND = FEATURE_NAMES.index("log_bound_ns")
+
+
+def meta_path(path: str | Path) -> Path:
+    """The sidecar metadata file of a model saved at ``path``."""
+    p = Path(path)
+    return p.with_name(p.stem + ".meta.json")
+
+
+def task_key(c: Candidate) -> str:
+    """The ranking group of a candidate: its workload on its hardware."""
+    return f"{c.workload.key}@{c.hw.fingerprint}"
+
+
+def relevance(latencies: Sequence[float], levels: int = 32) -> np.ndarray:
+    """Integer grades of one group: ``0 .. min(levels, n) - 1``, the fastest highest."""
+    lat = np.asarray(latencies, dtype=float)
+    n = len(lat)
+    if n < 2:
+        return np.zeros(n, dtype=np.int64)
+    top = min(levels, n) - 1
+    frac = (rankdata(lat) - 1) / (n - 1)
+    return np.floor(top * (1.0 - frac) + 0.5).astype(np.int64)
+
+
+class _XGBModel(CostModel):
+    """Shared fit/predict/save/load; subclasses set the objective and the labels."""
+
+    kind: ClassVar[str]
+    objective: ClassVar[dict]
+
+    def __init__(self, *, seed: int = 0, n_estimators: int = 120, max_depth: int = 6,
+                 learning_rate: float = 0.15, nthread: int = 2) -> None:
+        self.params = {"seed": int(seed), "n_estimators": int(n_estimators),
+                       "max_depth": int(max_depth), "learning_rate": float(learning_rate),
+                       "nthread": int(nthread)}
+        self.base: xgb.Booster | None = None
+        self.booster: xgb.Booster | None = None
+        self.n_train = 0
+        self.info: dict = {}
+
+    def _xgb_params(self) -> dict:
+        p = self.params
+        return {"tree_method": "hist", "max_depth": p["max_depth"], "eta": p["learning_rate"],
+                "seed": p["seed"], "nthread": p["nthread"], "subsample": 0.9,
+                "colsample_bytree": 0.9, "min_child_weight": 1.0, "verbosity": 0,
+                **self.objective}
+
+    def _dmatrix(self, x: np.ndarray, y: np.ndarray, groups: list[str]) -> xgb.DMatrix | None:
+        raise NotImplementedError
+
+    def fit(self, candidates: Sequence[Candidate], latencies_ns: Sequence[float]) -> None:
+        if len(candidates) != len(latencies_ns):
+            raise CostModelError(f"fit got {len(candidates)} candidates and "
+                                 f"{len(latencies_ns)} latencies; pass one each (inf = failed)")
+        y = np.asarray(latencies_ns, dtype=float)
+        ok = np.isfinite(y) & (y > 0)
+        kept = [c for c, keep in zip(candidates, ok, strict=True) if keep]
+        self.fit_features(featurize(kept), y[ok], [task_key(c) for c in kept])
+
+    def fit_features(self, x: np.ndarray, latencies_ns: np.ndarray, groups: Sequence[str]) -> None:
+        """:meth:`fit` on precomputed feature rows; ``groups`` are the rows' task keys."""
+        y = np.asarray(latencies_ns, dtype=float)
+        ok = np.isfinite(y) & (y > 0)
+        if ok.sum() < 2:
+            return
+        dm = self._dmatrix(np.asarray(x)[ok], y[ok], np.asarray(groups)[ok].tolist())
+        if dm is None:
+            return
+        base = self.base.copy() if self.base is not None else None
+        self.booster = xgb.train(self._xgb_params(), dm, self.params["n_estimators"],
+                                 xgb_model=base)
+        self.n_train = int(ok.sum())
+
+    def _raw(self, x: np.ndarray) -> np.ndarray:
+        """Lower is faster: predicted log2 latency, or minus the ranking score."""
+        raise NotImplementedError
+
+    def predict(self, candidates: Sequence[Candidate]) -> np.ndarray:
+        return self.predict_features(featurize(list(candidates)))
+
+    def predict_features(self, x: np.ndarray) -> np.ndarray:
+        """:meth:`predict` on precomputed feature rows."""
+        if len(x) == 0:
+            return np.zeros(0)
+        if self.booster is None:
+            return np.asarray(x)[:, _BOUND].astype(float)
+        return self._raw(np.asarray(x))
+
+    def save(self, path: str | Path) -> None:
+        if self.booster is None:
+            raise CostModelError(f"{self.name} model has not been fitted: nothing to save; "
+                                 "call fit() first")
+        self.booster.save_model(str(path))
+        meta = {"format": FORMAT, "kind": self.kind, "feature_version": FEATURE_VERSION,
+                "feature_names": list(FEATURE_NAMES), "params": self.params,
+                "n_train": self.n_train, "info": self.info}
+        meta_path(path).write_text(json.dumps(meta, indent=1))
+
+    @classmethod
+    def load(cls, path: str | Path) -> _XGBModel:
+        mp = meta_path(path)
+        try:
+            meta = json.loads(mp.read_text())
+        except (OSError, json.JSONDecodeError) as e:
+            raise CostModelError(f"cannot read the metadata {mp} of cost model {path}: {e}") \
+                from None
+        if meta.get("format") != FORMAT or meta.get("kind") != cls.kind:
+            raise CostModelError(f"{path} holds a {meta.get('kind')!r} model, not {cls.kind!r}")
+        if meta.get("feature_names") != list(FEATURE_NAMES):
+            raise CostModelError(f"{path} was trained on features v{meta.get('feature_version')}"
+                                 f", this code computes v{FEATURE_VERSION}: retrain it with "
+                                 "python -m experiments.train_cost_model")
+        model = cls(**meta["params"])
+        booster = xgb.Booster()
+        booster.load_model(str(path))
+        booster.set_param({"nthread": model.params["nthread"]})
+        model.base, model.booster = booster, booster
+        model.n_train, model.info = int(meta.get("n_train", 0)), dict(meta.get("info", {}))
+        return model
+
+
+class XGBRegressionModel(_XGBModel):
+    """Gradient-boosted trees regressing log2 latency (``reg:squarederror``)."""
+
+    name = "xgb"
+    kind = "xgb"
+    objective: ClassVar[dict] = {"objective": "reg:squarederror"}
+
+    def _dmatrix(self, x: np.ndarray, y: np.ndarray, groups: list[str]) -> xgb.DMatrix:
+        return xgb.DMatrix(x, label=np.log2(y), feature_names=list(FEATURE_NAMES))
+
+    def _raw(self, x: np.ndarray) -> np.ndarray:
+        return np.asarray(self.booster.inplace_predict(x), dtype=float)
+
+
+class XGBRankModel(_XGBModel):
+    """LambdaMART (``rank:ndcg``) over tasks; graded relevance from ranks (module doc)."""
+
+    name = "xgb-rank"
+    kind = "xgb-rank"
+    objective: ClassVar[dict] = {"objective": "rank:pairwise", "lambdarank_pair_method": "mean",
+                                 "lambdarank_num_pair_per_sample": 32}
+
+    def _dmatrix(self, x: np.ndarray, y: np.ndarray, groups: list[str]) -> xgb.DMatrix | None:
+        ids = {g: i for i, g in enumerate(dict.fromkeys(groups))}
+        qid = np.asarray([ids[g] for g in groups])
+        sizes = np.bincount(qid)
+        keep = sizes[qid] >= 2  # a group of one carries no order
+        if not keep.any():
+            return None
+        order = np.argsort(qid[keep], kind="mergesort")  # XGBoost needs rows sorted by qid
+        x, y, qid = x[keep][order], y[keep][order], qid[keep][order]
+        label = np.empty(len(y), dtype=np.int64)
+        for q in np.unique(qid):
+            sel = qid == q
+            label[sel] = relevance(y[sel])
+        return xgb.DMatrix(x, label=label, qid=qid, feature_names=list(FEATURE_NAMES))
+
+    def _raw(self, x: np.ndarray) -> np.ndarray:
+        return -np.asarray(self.booster.inplace_predict(x), dtype=float)

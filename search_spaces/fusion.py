@@ -1,0 +1,50 @@
+"""The graph-level fusion plan: which neighbouring operators of a decoder become one.
+
+A plan is a point of :func:`fusion_space` (booleans); ``autosched.fusion.apply_fusion``
+turns an operator graph and a plan into the fused graph. Decisions:
+
+* ``norm_into_linear``: an RMSNorm whose consumers are all linear layers disappears; each
+  consumer gets attr ``prologue="rmsnorm"`` (and ``eps``) and reads the norm's input.
+* ``merge_qkv``: q, k, v projections become one linear ``qkv_proj``, n = (h + 2 kvh) d,
+  output q | k | v per row.
+* ``merge_gate_up``: gate and up projections become one linear ``gate_up``, n = 2 I,
+  output gate | up per row.
+* ``silu_mul_epilogue`` (only with ``merge_gate_up``): ``gate_up`` gets attr
+  ``epilogue="silu_mul"`` (output [m, I]) and the SiLU and multiply nodes disappear.
+* ``residual_epilogue``: o_proj and down_proj get attr ``epilogue="add"`` and absorb the
+  residual additions that follow them.
+"""
+
+from __future__ import annotations
+
+from search_spaces.domains import Categorical
+from search_spaces.params import Cond, Param
+from search_spaces.space import Space
+
+__all__ = ["FULL_FUSION", "NO_FUSION", "VERSION", "fusion_default", "fusion_space"]
+
+VERSION = 1
+_BOOL = Categorical((False, True))
+
+NO_FUSION: dict[str, bool] = {"norm_into_linear": False, "merge_qkv": False,
+                              "merge_gate_up": False, "residual_epilogue": False}
+FULL_FUSION: dict[str, bool] = {"norm_into_linear": True, "merge_qkv": True,
+                                "merge_gate_up": True, "silu_mul_epilogue": True,
+                                "residual_epilogue": True}
+
+
+def fusion_space() -> Space:
+    """Five booleans (``silu_mul_epilogue`` exists only when ``merge_gate_up`` is True): 24
+    plans."""
+    return Space("fusion", VERSION, (
+        Param("norm_into_linear", _BOOL),
+        Param("merge_qkv", _BOOL),
+        Param("merge_gate_up", _BOOL),
+        Param("silu_mul_epilogue", _BOOL, Cond("merge_gate_up", True)),
+        Param("residual_epilogue", _BOOL),
+    ))
+
+
+def fusion_default() -> dict[str, bool]:
+    """Every fusion on: fewer operators, fewer host dispatches, wider GEMVs (by hand)."""
+    return dict(FULL_FUSION)

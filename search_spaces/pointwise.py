@@ -1,0 +1,75 @@
+"""Spaces of the small families: rmsnorm, rope, elementwise, embedding, argmax.
+
+Each space has one parameter, ``placement``. The host runs every family as one host op
+over all rows: the host's cost is a fixed dispatch overhead plus a roofline on a few
+kilobytes, so splitting an op into chunks only adds dispatches and overlaps with nothing;
+no such parameter is offered. Element-wise ``add`` and ``mul``, and any activation the
+device lists in ``hw.pim.activation_functions``, may also run in the banks
+(``sim.kernels.elementwise``): operands go host -> banks -> host over the channel bus, so
+PIM rarely wins, and the search finds that out. ``pim`` is left out of the domain when the
+device cannot run the op in-bank or the operands do not fit in the banks' rows; the
+reason is available from :func:`pim_unavailable`.
+"""
+
+from __future__ import annotations
+
+from search_spaces.domains import Categorical
+from search_spaces.errors import SpaceError
+from search_spaces.params import Param
+from search_spaces.space import Space
+from search_spaces.workload import Workload
+from sim.hardware import Hardware
+
+__all__ = ["DEFAULT_EPS", "ELEMENTWISE_FNS", "PIM_BINARY_FNS", "POINTWISE_FAMILIES", "VERSION",
+           "pim_unavailable", "pointwise_default", "pointwise_space"]
+
+VERSION = 1
+DEFAULT_EPS = 1e-5  # RMSNorm eps of a workload without an ``eps`` attr (Llama's value)
+POINTWISE_FAMILIES = ("rmsnorm", "rope", "elementwise", "embedding", "argmax")
+ELEMENTWISE_FNS = ("add", "mul", "silu", "silu_mul")
+PIM_BINARY_FNS = ("add", "mul")
+
+
+def _check(workload: Workload) -> None:
+    if workload.op not in POINTWISE_FAMILIES:
+        raise SpaceError(f"{workload.key} is not a point-wise family "
+                         f"({', '.join(POINTWISE_FAMILIES)})")
+    if workload.op == "elementwise" and workload.attr("fn") not in ELEMENTWISE_FNS:
+        raise SpaceError(f"{workload.key}: elementwise needs attr fn in "
+                         f"{', '.join(ELEMENTWISE_FNS)}, got {workload.attr('fn')!r}")
+    if workload.op == "rope" and workload.dims["d"] % 2:
+        raise SpaceError(f"{workload.key}: rotate-half rope needs an even head dim d")
+
+
+def pim_unavailable(workload: Workload, hw: Hardware) -> str | None:
+    """Why ``workload`` cannot run in the banks of ``hw``; ``None`` when it can."""
+    _check(workload)
+    if workload.op != "elementwise":
+        return f"{workload.op} runs on the host only (no in-bank kernel for it)"
+    fn = workload.attr("fn")
+    if fn not in PIM_BINARY_FNS and fn not in hw.pim.activation_functions:
+        return (f"{hw.name} computes no {fn!r} in the banks (in-bank: "
+                f"{', '.join((*PIM_BINARY_FNS, *hw.pim.activation_functions))})")
+    if not hw.pim.elementwise or hw.pim.register_lanes != hw.pim.lanes:
+        return f"{hw.name} has no in-bank element-wise unit with register_lanes == lanes"
+    cols = hw.columns_per_row // 2 if fn in PIM_BINARY_FNS else hw.columns_per_row
+    per_pass = hw.org.channels * hw.org.banks_per_channel * cols * hw.pim.lanes
+    d = workload.dims
+    rows = -(-(d["m"] * d["n"]) // per_pass)
+    if rows > hw.org.rows_per_bank:
+        return (f"{d['m'] * d['n']} elements need {rows} rows per bank, "
+                f"{hw.name} has {hw.org.rows_per_bank}")
+    return None
+
+
+def pointwise_space(workload: Workload, hw: Hardware) -> Space:
+    """The placement space of ``workload`` on ``hw``: ``host``, plus ``pim`` where possible."""
+    _check(workload)
+    places = ("host",) if pim_unavailable(workload, hw) else ("host", "pim")
+    return Space(workload.op, VERSION, (Param("placement", Categorical(places)),))
+
+
+def pointwise_default(workload: Workload, hw: Hardware) -> dict:
+    """Host placement: one host op, no bus round trip (what one writes by hand)."""
+    _check(workload)
+    return {"placement": "host"}

@@ -1,0 +1,80 @@
+"""``autosched lookup``: exact, nearest and default answers, text and JSON."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from test_tune import FakeLowering, fake_latency, fakes  # noqa: F401  (fixture)
+
+from autosched.cli import main
+from autosched.database import open_database
+from search_spaces import Schedule, Workload
+from search_spaces.measurement import Measurement
+from sim.hwio import load_hardware
+
+W = Workload.make("gemv", m=1, n=64, k=64)
+
+
+@pytest.fixture
+def db(tmp_path, fakes):  # noqa: F811
+    """A database holding two measurements of W on hbm-pim (p=3 is the faster)."""
+    hw, low = load_hardware("hbm-pim"), FakeLowering()
+    path = tmp_path / "t.db"
+    d = open_database(path)
+    for p in (1, 3):
+        s = Schedule.of(low.space(W, hw), {"p": p})
+        d.commit(Measurement(W, s, hw.fingerprint, hw.name, "fake", fake_latency(W, p), 1.0))
+    return path
+
+
+def _lookup(db, shape: str, *extra: str) -> dict:
+    return ["lookup", "--op", "gemv", "--shape", shape, "--db", str(db), *extra]
+
+
+def test_exact_match_reports_the_best_schedule(db, capsys):
+    assert main(_lookup(db, "m=1,n=64,k=64", "--json")) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["kind"] == "exact" and d["schedule"]["params"] == {"p": 3}
+    assert d["latency_ns"] == pytest.approx(fake_latency(W, 3))
+
+
+def test_nearest_names_the_workload_it_came_from(db, capsys):
+    assert main(_lookup(db, "m=1,n=96,k=64")) == 0
+    out = capsys.readouterr().out
+    assert "nearest" in out and W.key in out and re.search(r"\n\s+p\s+3\n", out)
+    assert "measured ns there" in out
+
+
+def test_default_when_nothing_matches(db, capsys):
+    assert main(_lookup(db, "m=1,n=64,k=64", "--dtype", "bf16", "--json")) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["kind"] == "default" and d["schedule"]["params"] == {"p": 1}
+    assert d["from_workload"] is None
+    assert main(_lookup(db, "m=1,n=64,k=64", "--hw", "aim-gddr6")) == 0
+    assert "default" in capsys.readouterr().out
+
+
+def test_missing_database_falls_back_to_default(tmp_path, fakes, capsys):  # noqa: F811
+    assert main(_lookup(tmp_path / "none.db", "m=1,n=64,k=64")) == 0
+    assert "no database at" in capsys.readouterr().out
+    assert not (tmp_path / "none.db").exists()
+
+
+@pytest.mark.parametrize("shape, attr, needle", [
+    ("m=1,n=64", [], "needs dims"),
+    ("m=1,n=x,k=4", [], "dims are integers"),
+    ("m=1,n", [], "not key=value"),
+    ("m=1,n=64,k=64", ["--attr", "epilogue"], "not key=value"),
+])
+def test_malformed_workload_exits_2(db, shape, attr, needle, capsys):
+    assert main(_lookup(db, shape, *attr)) == 2
+    err = capsys.readouterr().err
+    assert needle in err and len(err.strip().splitlines()) == 1
+
+
+def test_attributes_are_part_of_the_workload(db, capsys):
+    assert main(_lookup(db, "m=1,n=64,k=64", "--attr", "bias=1", "--json")) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["workload"].endswith(":bias=1") and d["kind"] == "default"

@@ -1,0 +1,106 @@
+"""Whole-model compiler: numerics against torch, figures, glue, and a check that can fail."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+import autosched.compiler.compile as compile_mod
+from autosched.cli import main
+from autosched.compiler import compile_model, run_check, simulate_model
+from autosched.frontend import ModelConfig, build_model, empty_cache
+from search_spaces.fusion import FULL_FUSION
+from sim.functional import DeviceMemory, execute, round_to
+
+# odd shapes everywhere: 5 query heads on 1 KV head (GQA 5), prime intermediate and vocab,
+# attention biases and tied embeddings (qwen2)
+ODD = ModelConfig("qwen2", hidden=160, intermediate=347, layers=2, heads=5, kv_heads=1,
+                  head_dim=32, vocab=997, max_positions=64, tie_embeddings=True,
+                  attention_bias=True, name="odd-qwen2")
+
+
+@pytest.mark.parametrize("hw", ["hbm-pim", "aim-gddr6"])
+def test_llama_tiny_generation_matches_torch(hw: str) -> None:
+    rep = run_check("llama-tiny", hw, steps=4)
+    assert rep.passed, rep.to_dict()
+    assert 0 < rep.max_rel_err <= rep.tolerance  # the device arithmetic is visible, and bounded
+    assert len(rep.steps) == 4
+
+
+@pytest.mark.parametrize("hw", ["hbm-pim", "aim-gddr6"])
+def test_odd_config_generation_matches_torch(hw: str) -> None:
+    rep = run_check(ODD, hw, steps=4)
+    assert rep.passed, rep.to_dict()
+
+
+def test_fused_plan_matches_torch() -> None:
+    assert run_check("llama-tiny", "aim-gddr6", steps=3, fusion=FULL_FUSION).passed
+
+
+def test_check_fails_on_wrong_weights(monkeypatch) -> None:
+    real = compile_mod.node_weights
+
+    def corrupt(model, node):
+        out = real(model, node)
+        if node.role == "ffn_down" and node.layer == 1:
+            out = {"W": out["W"] * 1.25}
+        return out
+
+    monkeypatch.setattr(compile_mod, "node_weights", corrupt)
+    assert not run_check("llama-tiny", "aim-gddr6", steps=2).passed
+
+
+@pytest.mark.parametrize("fusion", [None, FULL_FUSION])
+def test_prefill_with_several_rows_matches_torch(fusion) -> None:
+    """Three prompt tokens: glue kernels gather rows and the last token's row for the head."""
+    hw = "aim-gddr6"
+    cm = compile_model("llama-tiny", hw, phase="prefill", context=3, fusion=fusion)
+    model = build_model(cm.cfg, seed=0).float().eval()
+    with torch.no_grad():
+        for p in model.parameters():
+            p.copy_(torch.from_numpy(round_to(p.numpy(), "bf16")))
+    mem = DeviceMemory(cm.hw)
+    cm.place(mem, model)
+    ids = np.array([[5, 17, 3]])
+    out = execute(cm.program, cm.hw, mem, cm.inputs(model, ids, np.arange(3)))
+    kc, vc = empty_cache(cm.cfg, 1, 3, device="cpu", dtype=torch.float32)
+    with torch.no_grad():
+        want, _, _ = model(torch.from_numpy(ids), 0, kc, vc, logits_last=True)
+    want = want.reshape(-1).numpy()
+    got = out[cm.logits][: cm.cfg.vocab]
+    assert np.max(np.abs(got - want)) <= 0.02 * np.max(np.abs(want))
+
+
+def test_simulate_figures_are_consistent() -> None:
+    f = simulate_model("llama-tiny", "hbm-pim", context=32)
+    assert f.latency_ns >= f.bound_ns > 0
+    assert f.baseline_ns > 0 and f.tokens_per_s == pytest.approx(1e9 / f.latency_ns)
+    assert sum(o["count"] for o in f.ops) == 64  # every node of llama-tiny decode
+    assert f.lookups == {"default": 64}
+
+
+def test_cli_compile_simulate_run(tmp_path, capsys) -> None:
+    prog = tmp_path / "p.json"
+    assert main(["compile", "--model", "llama-tiny", "-o", str(prog), "--asm",
+                 str(tmp_path / "p.s")]) == 0
+    assert json.loads(prog.read_text())["streams"]
+    assert ".stream host host" in (tmp_path / "p.s").read_text()
+    capsys.readouterr()
+    assert main(["simulate", "--model", "llama-tiny", "--hw", "aim-gddr6", "--json",
+                 "--context", "16"]) == 0
+    sim = json.loads(capsys.readouterr().out)
+    assert {"latency_ns", "bound_ns", "baseline_ns", "tokens_per_s", "energy_pj"} <= set(sim)
+    assert {"op", "workload", "count", "latency_ns"} <= set(sim["ops"][0])
+    assert main(["run", "--model", "llama-tiny", "--hw", "aim-gddr6", "--check", "--steps",
+                 "2", "--json"]) == 0
+    run = json.loads(capsys.readouterr().out)
+    assert {"max_abs_err", "max_rel_err", "tokens_match", "steps"} <= set(run)
+
+
+def test_cli_unknown_model_exits_2(capsys) -> None:
+    assert main(["simulate", "--model", "nope-7b"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("autosched: error:") and "nope-7b" in err and len(err.splitlines()) == 1

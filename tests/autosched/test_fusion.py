@@ -1,0 +1,210 @@
+"""Fusion plans keep the model's semantics; the reference evaluator matches our torch model."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from autosched.frontend import OpGraph, build_model, capture, get_model_config, tasks
+from autosched.fusion import (
+    FusedView,
+    FusionError,
+    apply_fusion,
+    fuse_weights,
+    operands,
+    output_parts,
+)
+from autosched.reference import evaluate
+from search_spaces import ScheduleError
+from search_spaces.fusion import FULL_FUSION, NO_FUSION, fusion_space
+
+CFG = get_model_config("llama-tiny")
+PLANS = list(fusion_space().enumerate())
+
+
+@pytest.fixture(scope="module")
+def decode() -> OpGraph:
+    return capture(CFG, phase="decode", batch=2, context=16)
+
+
+@pytest.fixture(scope="module")
+def prefill() -> OpGraph:
+    return capture(CFG, phase="prefill", batch=1, prompt=5)
+
+
+def _random_weights(graph: OpGraph, seed: int = 0) -> dict[str, dict[str, np.ndarray]]:
+    rng = np.random.default_rng(seed)
+    out = {}
+    for n in graph:
+        d = n.workload.dims
+        if n.workload.op in ("gemv", "gemm"):
+            out[n.name] = {"W": rng.normal(0, 0.1, (d["n"], d["k"]))}
+        elif n.workload.op == "rmsnorm":
+            out[n.name] = {"w": rng.uniform(0.5, 1.5, d["n"])}
+        elif n.workload.op == "embedding":
+            out[n.name] = {"table": rng.normal(0, 1, (d["v"], d["n"]))}
+    return out
+
+
+def _caches(graph: OpGraph, seed: int) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    rng = np.random.default_rng(seed)
+    shape = (graph.batch, CFG.kv_heads, graph.context, CFG.head_dim)
+    return {n.name: (rng.normal(size=shape), rng.normal(size=shape))
+            for n in graph if n.workload.op == "attention"}
+
+
+def _torch_weights(model) -> dict[str, dict[str, np.ndarray]]:
+    def a(t: torch.Tensor) -> np.ndarray:
+        return t.detach().double().numpy()
+
+    w = {"embed": {"table": a(model.embed.weight)}, "final_norm": {"w": a(model.norm.weight)},
+         "lm_head": {"W": a(model.lm_head.weight)}}
+    for i, layer in enumerate(model.layers):
+        at, ml = layer.attn, layer.mlp
+        for role, mod in (("q_proj", at.q_proj), ("k_proj", at.k_proj), ("v_proj", at.v_proj),
+                          ("o_proj", at.o_proj), ("ffn_gate", ml.gate_proj),
+                          ("ffn_up", ml.up_proj), ("ffn_down", ml.down_proj)):
+            w[f"l{i}.{role}"] = {"W": a(mod.weight)}
+        w[f"l{i}.attn_norm"] = {"w": a(at.attn_norm.weight)}
+        w[f"l{i}.ffn_norm"] = {"w": a(ml.ffn_norm.weight)}
+    return w
+
+
+@pytest.mark.parametrize("phase", ["decode", "prefill"])
+def test_reference_matches_the_torch_model(phase, decode, prefill):
+    graph = decode if phase == "decode" else prefill
+    model = build_model(CFG, seed=3, dtype=torch.float32)
+    with torch.no_grad():  # non-trivial norm scales
+        for p_name, p in model.named_parameters():
+            if p_name.endswith("norm.weight"):
+                p.uniform_(0.5, 1.5, generator=torch.Generator().manual_seed(1))
+    rng = np.random.default_rng(1)
+    ids = rng.integers(0, CFG.vocab, (graph.batch, graph.tokens))
+    caches = _caches(graph, 2) if phase == "decode" else {}
+    kc = torch.zeros(CFG.layers, graph.batch, CFG.kv_heads, graph.context, CFG.head_dim)
+    vc = torch.zeros_like(kc)
+    for i in range(CFG.layers) if caches else ():
+        kc[i], vc[i] = (torch.tensor(c, dtype=torch.float32) for c in caches[f"l{i}.attn"])
+    caches = {k: (a.astype(np.float32).astype(np.float64), b.astype(np.float32)
+                  .astype(np.float64)) for k, (a, b) in caches.items()}
+    with torch.no_grad():
+        logits, kc2, _ = model(torch.tensor(ids), graph.context - graph.tokens, kc, vc,
+                               logits_last=True)
+    out = evaluate(graph, _torch_weights(model), ids.reshape(-1), theta=CFG.rope_theta,
+                   caches=caches)
+    want = logits.double().numpy().reshape(graph.batch, -1)
+    # float32 torch against float64 numpy through 4 layers: a few float32 ulps of the sums
+    np.testing.assert_allclose(out["lm_head"], want, atol=2e-5 * np.abs(want).max())
+    np.testing.assert_array_equal(out["argmax"][:, 0], want.argmax(-1))
+    if caches:  # the new token's key was written where torch wrote it
+        np.testing.assert_allclose(caches["l3.attn"][0], kc2[3].double().numpy(), atol=1e-5)
+
+
+@pytest.mark.parametrize("plan", PLANS, ids=lambda p: "-".join(k for k, v in p.items() if v)
+                         or "none")
+def test_every_plan_keeps_the_outputs(plan, decode, prefill):
+    for graph in (decode, prefill):
+        weights = _random_weights(graph)
+        ids = np.arange(graph.batch * graph.tokens) * 37 % CFG.vocab
+        base_caches, fused_caches = _caches(graph, 5), _caches(graph, 5)
+        ref = evaluate(graph, weights, ids, caches=base_caches)
+        fused = apply_fusion(graph, plan)
+        got = evaluate(fused, fuse_weights(graph, plan, weights), ids, caches=fused_caches)
+        np.testing.assert_allclose(got["lm_head"], ref["lm_head"], rtol=1e-10, atol=1e-10)
+        np.testing.assert_array_equal(got["argmax"], ref["argmax"])
+        for name, (k, v) in base_caches.items():
+            np.testing.assert_allclose(fused_caches[name][0], k, atol=1e-10)
+            np.testing.assert_allclose(fused_caches[name][1], v, atol=1e-10)
+
+
+def _gemvs_per_layer(graph: OpGraph) -> int:
+    return sum(1 for n in graph if n.layer == 0 and n.workload.op == "gemv")
+
+
+def test_fused_node_and_task_counts(decode):
+    def plan(**on: bool) -> dict:
+        p = {**NO_FUSION, **on}
+        if p["merge_gate_up"]:
+            p.setdefault("silu_mul_epilogue", False)
+        return p
+
+    cases = [  # (plan, nodes, gemv nodes per layer, tasks)
+        (NO_FUSION, 64, 7, 13),
+        (plan(merge_qkv=True), 56, 5, 13),
+        (plan(merge_gate_up=True), 60, 6, 13),
+        (plan(merge_qkv=True, merge_gate_up=True), 52, 4, 13),
+        (plan(merge_gate_up=True, silu_mul_epilogue=True), 52, 6, 11),  # no silu, mul
+        (plan(residual_epilogue=True), 56, 7, 13),  # o_proj leaves q's task
+        (plan(norm_into_linear=True), 55, 7, 13),  # rmsnorm gone, q/o split
+        (FULL_FUSION, 27, 4, 9),
+    ]
+    for p, nodes, gemvs, ntasks in cases:
+        fused = apply_fusion(decode, p)
+        got = (len(fused), _gemvs_per_layer(fused), len(tasks(fused)))
+        assert got == (nodes, gemvs, ntasks), p
+        assert sum(t.count for t in tasks(fused)) == len(fused)
+
+
+def test_merged_outputs_are_sliced_by_views(decode):
+    full = apply_fusion(decode, FULL_FUSION)
+    hd, kvd = CFG.heads * CFG.head_dim, CFG.kv_heads * CFG.head_dim
+    qkv = full.node("l0.qkv_proj")
+    assert qkv.role == "qkv_proj" and qkv.workload.dims["n"] == hd + 2 * kvd
+    assert qkv.workload.attr("prologue") == "rmsnorm" and qkv.workload.attr("eps") == 1e-5
+    assert output_parts(full, qkv) == {"q": (0, hd), "k": (hd, hd + kvd),
+                                       "v": (hd + kvd, hd + 2 * kvd)}
+    assert operands(full, full.node("l0.rope")) == {"x": (FusedView("l0.qkv_proj", 0, hd + kvd),)}
+    att = operands(full, full.node("l0.attn"))
+    assert att["v"] == (FusedView("l0.qkv_proj", hd + kvd, hd + 2 * kvd),)
+    assert att["q"] == (FusedView("l0.rope", 0, hd),)
+    gu = full.node("l0.gate_up")
+    assert gu.workload.attr("epilogue") == "silu_mul" and gu.workload.dims["n"] == 2 * 688
+    down = operands(full, full.node("l0.ffn_down"))
+    assert down == {"x": (FusedView("l0.gate_up", 0, 688),), "r": (FusedView("l0.o_proj", 0, 256),)}
+    unfused_rope = operands(decode, decode.node("l0.rope"))["x"]
+    assert unfused_rope == (FusedView("l0.q_proj", 0, hd), FusedView("l0.k_proj", 0, kvd))
+
+
+def test_gate_up_without_epilogue_feeds_silu_and_mul_their_halves(decode):
+    g = apply_fusion(decode, {**NO_FUSION, "merge_gate_up": True, "silu_mul_epilogue": False})
+    assert operands(g, g.node("l1.ffn_silu")) == {"a": (FusedView("l1.gate_up", 0, 688),)}
+    assert operands(g, g.node("l1.ffn_mul"))["b"] == (FusedView("l1.gate_up", 688, 1376),)
+
+
+def test_prefill_lm_head_reads_the_last_token(prefill):
+    full = apply_fusion(prefill, FULL_FUSION)
+    (view,) = operands(full, full.node("lm_head"))["x"]
+    assert view == FusedView("l3.ffn_down", 0, 256, last=True)
+
+
+def test_fuse_weights_concatenates_in_part_order(decode):
+    w = _random_weights(decode)
+    fw = fuse_weights(decode, FULL_FUSION, w)
+    np.testing.assert_array_equal(fw["l2.qkv_proj"]["W"], np.concatenate(
+        [w["l2.q_proj"]["W"], w["l2.k_proj"]["W"], w["l2.v_proj"]["W"]]))
+    np.testing.assert_array_equal(fw["l2.gate_up"]["norm_w"], w["l2.ffn_norm"]["w"])
+    np.testing.assert_array_equal(fw["lm_head"]["norm_w"], w["final_norm"]["w"])
+    assert "l2.q_proj" not in fw and "l2.ffn_norm" not in fw
+
+
+def test_apply_fusion_is_pure_and_round_trips(decode):
+    before = decode.to_json()
+    full = apply_fusion(decode, FULL_FUSION)
+    assert decode.to_json() == before
+    again = OpGraph.from_json(full.to_json())
+    assert all(operands(again, n) == operands(full, n) for n in full)
+
+
+def test_bad_plans_and_graphs_are_rejected(decode):
+    with pytest.raises(ScheduleError, match="inactive"):
+        apply_fusion(decode, {**NO_FUSION, "silu_mul_epilogue": True})
+    # a gate_up whose output is also read elsewhere cannot absorb silu * up
+    g = apply_fusion(decode, {**NO_FUSION, "merge_gate_up": True, "silu_mul_epilogue": False})
+    nodes = list(g.nodes)
+    i = next(k for k, n in enumerate(nodes) if n.name == "l0.ffn_down")
+    nodes[i] = type(nodes[i])(nodes[i].name, nodes[i].workload, ("l0.ffn_mul", "l0.gate_up"),
+                              0, "ffn_down")
+    odd = type(g)(tuple(nodes), g.phase, g.model, g.batch, g.tokens, g.context)
+    with pytest.raises(FusionError, match="silu_mul_epilogue needs"):
+        apply_fusion(odd, {**NO_FUSION, "merge_gate_up": True, "silu_mul_epilogue": True})

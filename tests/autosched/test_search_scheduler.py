@@ -1,0 +1,82 @@
+"""The task scheduler and tune_tasks: allocation, budgets, re-runs, determinism, progress."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import autosched.codegen.families  # noqa: F401  (built-in lowerings first, then the double)
+from autosched.codegen.lowering import LOWERINGS
+from autosched.database import open_database
+from autosched.measure import LocalRunner
+from autosched.search import Progress, SearchError, TaskScheduler, TaskTuner, tune_tasks
+from autosched.search.testing import FakeGemvLowering
+from search_spaces import Workload
+from sim.hwio import load_hardware
+
+HW = load_hardware("hbm-pim")  # 2 modes x 3 splits x 2 x 2 x 2 = 48 points per task
+BIG = Workload.make("gemv", m=1, n=64, k=512)
+SMALL = Workload.make("gemv", m=1, n=16, k=64)
+
+
+@pytest.fixture(autouse=True)
+def fake(monkeypatch: pytest.MonkeyPatch) -> FakeGemvLowering:
+    low = FakeGemvLowering()
+    monkeypatch.setitem(LOWERINGS, "gemv", low)
+    return low
+
+
+def _keys(db: Path) -> list[str]:
+    return [f"{m.workload.key}|{m.schedule.key}" for m in open_database(db).records()]
+
+
+def test_more_budget_where_count_times_latency_is_larger(tmp_path: Path) -> None:
+    with LocalRunner(1) as runner:
+        tuners = [TaskTuner(w, n, HW, db=tmp_path / "t.db", runner=runner, seed=i)
+                  for i, (w, n) in enumerate([(SMALL, 1), (BIG, 20)])]
+        sched = TaskScheduler(tuners, runner, seed=0, warmup=2, batch=2)
+        results = sched.run(30)
+    small, big = sched.allocated
+    assert small + big == 30 and big > 2 * small >= 4  # warm-up gave each task its share
+    assert sched.score(1) > sched.score(0)
+    assert [r.new for r in results] == sched.allocated
+    assert all(r.default is not None and r.default.schedule == t.default
+               for r, t in zip(results, tuners, strict=True))
+
+
+def test_rerun_never_measures_twice_and_stops_when_exhausted(tmp_path: Path) -> None:
+    db = tmp_path / "t.db"
+    tasks = [(BIG, 4), (SMALL, 1)]
+    first = tune_tasks(tasks, HW, db=db, trials=20, workers=2, seed=0, batch=4)
+    assert sum(r.new for r in first) == 20 == len(_keys(db))
+    second = tune_tasks(tasks, HW, db=db, trials=20, workers=2, seed=0, batch=4)
+    assert sum(r.new for r in second) == 20
+    assert [b.measurements for b in second] == [a.measurements + b.new
+                                                for a, b in zip(first, second, strict=True)]
+    assert len(_keys(db)) == len(set(_keys(db))) == 40
+    third = tune_tasks(tasks, HW, db=db, trials=500, workers=2, seed=0, batch=16)
+    keys = _keys(db)
+    assert len(keys) == len(set(keys)) == 96  # both spaces fully explored, once
+    assert sum(r.new for r in third) == 56 and all(r.measurements == 48 for r in third)
+    assert all(r.best is not None and r.speedup >= 1.0 for r in third)
+
+
+def test_same_seed_same_db_state_same_measurements(tmp_path: Path) -> None:
+    seen: list[Progress] = []
+    for name in ("a", "b"):
+        tune_tasks([(BIG, 4), (SMALL, 2)], HW, db=tmp_path / f"{name}.db", trials=18,
+                   workers=1, seed=5, batch=3, progress=seen.append if name == "a" else None)
+    assert _keys(tmp_path / "a.db") == _keys(tmp_path / "b.db")
+    assert [p.used for p in seen] == sorted(p.used for p in seen) and seen[-1].used == 18
+    assert sum(len(p.new) for p in seen) == 18 and all(p.budget == 18 for p in seen)
+
+
+def test_tasks_merge_and_zero_budget(tmp_path: Path) -> None:
+    res = tune_tasks([(BIG, 2), (BIG, 3)], HW, db=tmp_path / "t.db", trials=0, workers=1)
+    assert len(res) == 1 and res[0].count == 5 and res[0].measurements == 0
+    assert res[0].default is None and res[0].history == ()
+    with pytest.raises(SearchError, match="trials must be an int >= 0"):
+        tune_tasks([(BIG, 1)], HW, db=tmp_path / "t.db", trials=-1)
+    with pytest.raises(SearchError, match=r"a task is \(Workload, count >= 1\)"):
+        tune_tasks([(BIG, 0)], HW, db=tmp_path / "t.db", trials=1)

@@ -1,0 +1,205 @@
+"""The tune pipeline wired to test doubles: a one-parameter lowering for every family, a
+search that measures points in order and commits each, and a compiler whose end-to-end
+latency is the sum of looked-up latencies. The doubles are shared with the CLI tests."""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+import types
+from dataclasses import dataclass
+
+import pytest
+
+from autosched import tune as tune_mod
+from autosched.codegen import lowering as lowering_mod
+from autosched.compiler.graph import model_graph
+from autosched.database import open_database
+from autosched.frontend import ModelConfig, capture
+from autosched.lookup import lookup
+from autosched.tune import fusion_plans, merge_tasks, tune
+from search_spaces import FAMILIES, IntRange, Param, Schedule, Space, Workload
+from search_spaces.measurement import Measurement
+from sim.hwio import load_hardware
+
+TINY = ModelConfig(model_type="llama", hidden=64, intermediate=128, layers=1, heads=4,
+                   kv_heads=2, head_dim=16, vocab=256, max_positions=256, name="tiny-test")
+POINTS = 4  # fake space: p in 1..4, default p=1, latency falls with p
+
+
+def fake_latency(w: Workload, p: int) -> float:
+    return 100.0 * sum(w.dims.values()) / p
+
+
+class FakeLowering(lowering_mod.Lowering):
+    families = tuple(FAMILIES)
+
+    def space(self, workload, hw):
+        return Space(f"fake_{workload.op}", 1, (Param("p", IntRange(1, POINTS)),))
+
+    def default(self, workload, hw):
+        return {"p": 1}
+
+    def lower(self, workload, point, hw):
+        raise AssertionError("the fake search never lowers")
+
+    def bound(self, workload, hw):
+        return fake_latency(workload, POINTS) / 2
+
+
+@dataclass(frozen=True)
+class FakeResult:
+    workload: Workload
+    count: int
+    default: Measurement
+    best: Measurement
+    measurements: int
+    history: tuple[float, ...] = ()
+
+
+def fake_tune_tasks(tasks, hw, *, db, trials, workers, sampler, seed, cost_model=None,
+                    progress=None, interrupt_after=None):
+    """Measure p = 1, 2, ... per task in turn, skipping stored points, until ``trials``."""
+    low, spent, out = FakeLowering(), 0, []
+    per = {}
+    for w, _ in tasks:
+        space = low.space(w, hw)
+        ms = []
+        for p in range(1, POINTS + 1):
+            s = Schedule.of(space, {"p": p})
+            m = db.find(w, hw.fingerprint, s, "fake")
+            if m is None and spent < trials:
+                m = Measurement(w, s, hw.fingerprint, hw.name, "fake", fake_latency(w, p),
+                                1.0, low.bound(w, hw))
+                db.commit(m)
+                spent += 1
+                per[w.key] = per.get(w.key, 0) + 1
+                if progress:
+                    progress(types.SimpleNamespace(used=spent, budget=trials, workload=w,
+                                                   best_ns=m.latency_ns))
+                if interrupt_after is not None and spent >= interrupt_after:
+                    raise KeyboardInterrupt
+            if m is not None:
+                ms.append(m)
+        best = min(ms, key=lambda m: m.latency_ns) if ms else None
+        out.append(FakeResult(w, dict(tasks)[w], ms[0] if ms else None, best,
+                              per.get(w.key, 0)))
+    return out
+
+
+def fake_model_graph(model, *, fusion=None, **step):
+    """The compiler's graph (workload attributes included); plans are ignored."""
+    return model_graph(model, **step)
+
+
+def fake_simulate_model(model, hw, *, db=None, phase="decode", batch=1, context=None,
+                        fusion=None):
+    graph = fake_model_graph(model, phase=phase, batch=batch, context=context)[1]
+    lat = 0.0
+    for n in graph:
+        r = lookup(db, n.workload, hw)
+        lat += fake_latency(n.workload, int(r.schedule.point["p"]))
+    lat *= 0.5 if fusion and fusion.get("fast") else 1.0
+    return types.SimpleNamespace(latency_ns=lat, bound_ns=lat / 4, baseline_ns=lat * 3,
+                                 tokens_per_s=batch * 1e9 / lat, energy_pj=2.0 * lat, ops=[])
+
+
+@pytest.fixture
+def fakes(monkeypatch):
+    """Install the doubles; returns the fake search module (its tune_tasks can be swapped)."""
+    fam_mod = "autosched.codegen.families"  # the fakes stand in whatever state the real are
+    monkeypatch.setitem(sys.modules, fam_mod, sys.modules.get(fam_mod) or types.ModuleType(fam_mod))
+    for fam in FAMILIES:
+        monkeypatch.setitem(lowering_mod.LOWERINGS, fam, FakeLowering())
+    search = types.ModuleType("autosched.search")
+    search.tune_tasks = fake_tune_tasks
+    compiler = types.ModuleType("autosched.compiler")
+    compiler.simulate_model = fake_simulate_model
+    compiler.model_graph = fake_model_graph
+    monkeypatch.setitem(sys.modules, "autosched.search", search)
+    monkeypatch.setitem(sys.modules, "autosched.compiler", compiler)
+    return search
+
+
+def test_report_has_every_field_and_tuned_never_loses(fakes, tmp_path):
+    seen = []
+    rep = tune(TINY, db=tmp_path / "t.db", trials=1000, workers=1, cost_model="none",
+               progress=lambda p: seen.append(p.used))
+    d = rep.to_dict()
+    for key in ("model", "hardware", "hardware_fingerprint", "phase", "measurements", "wall_s",
+                "tasks", "end_to_end"):
+        assert key in d
+    assert d["model"] == "tiny-test" and d["phase"] == "decode" and d["context"] == 128
+    assert d["hardware_fingerprint"] == load_hardware("hbm-pim").fingerprint
+    for t in d["tasks"]:
+        assert set(t) >= {"workload", "op", "shape", "count", "default_ns", "tuned_ns",
+                          "bound_ns", "measurements", "schedule"}
+        assert t["tuned_ns"] <= t["default_ns"]
+        assert t["schedule"]["params"] == {"p": POINTS}
+    e = d["end_to_end"]
+    assert set(e) >= {"default_ns", "tuned_ns", "bound_ns", "baseline_ns", "tokens_per_s",
+                      "energy_pj"}
+    assert e["tuned_ns"] == pytest.approx(e["default_ns"] / POINTS)
+    assert rep.measurements == POINTS * len(rep.tasks) == seen[-1]
+    assert rep.reused == 0
+    assert json.loads(json.dumps(d)) == d
+
+
+def test_rerun_resumes_and_reuses_everything(fakes, tmp_path):
+    db = tmp_path / "t.db"
+    first = tune(TINY, db=db, trials=5, workers=1, cost_model="none")
+    assert first.measurements == 5
+    second = tune(TINY, db=db, trials=1000, workers=1, cost_model="none")
+    assert second.reused == 5
+    third = tune(TINY, db=db, trials=1000, workers=1, cost_model="none")
+    assert third.measurements == 0 and third.reused == first.measurements + second.measurements
+    recs = open_database(db).records()
+    keys = [(m.workload.key, m.schedule.key) for m in recs]
+    assert len(keys) == len(set(keys))
+
+
+def test_prefill_uses_context_as_prompt_capped_at_max_positions(fakes, tmp_path):
+    rep = tune(TINY, phase="prefill", context=1000, db=tmp_path / "t.db", trials=0,
+               cost_model="none")
+    assert rep.context == TINY.max_positions
+    assert rep.end_to_end.tuned_ns == rep.end_to_end.default_ns
+
+
+def test_plan_with_best_tuned_latency_is_chosen_and_stored(fakes, tmp_path, monkeypatch):
+    saved = []
+    plans = [{"fast": False}, {"fast": True}]
+    monkeypatch.setattr(tune_mod, "fusion_plans", lambda fusion: plans)
+    db = open_database(tmp_path / "t.db")
+    monkeypatch.setattr(db, "save_plan", lambda *a: saved.append(a), raising=False)
+    rep = tune(TINY, db=db, trials=0, cost_model="none", fusion="auto")
+    assert rep.end_to_end.plan == {"fast": True}
+    assert rep.end_to_end.tuned_ns == pytest.approx(rep.end_to_end.default_ns / 2)
+    assert [p for p, _ in rep.plans] == plans
+    assert saved and saved[0][0] == "tiny-test:decode:b1" and saved[0][2] == {"fast": True}
+
+
+def test_merge_tasks_keeps_each_workload_once_with_its_largest_count():
+    g = capture(TINY, context=8)
+    two = merge_tasks([g, g])
+    assert [t.key for t in two] == [t.key for t in merge_tasks([g])]
+    assert sum(t.count for t in two) == len(g)
+
+
+def test_bad_settings_are_rejected_before_any_work(tmp_path, fakes):
+    from sim.errors import AutoschedError
+
+    with pytest.raises(AutoschedError, match="sampler"):
+        tune(TINY, db=tmp_path / "t.db", sampler="grid")
+    with pytest.raises(AutoschedError, match="fusion"):
+        fusion_plans("sometimes")
+    assert fusion_plans("none") == [None]
+    with pytest.raises(AutoschedError, match="trials"):
+        tune(TINY, db=tmp_path / "t.db", trials=-1)
+
+
+def test_speedup_is_nan_for_a_task_that_never_ran():
+    from autosched.report import TaskReport
+
+    t = TaskReport(Workload.make("argmax", m=1, n=8), 1, math.inf, math.inf, 1.0, 0, None)
+    assert math.isnan(t.speedup) and t.to_dict()["tuned_ns"] is None

@@ -1,0 +1,67 @@
+"""The attention space: valid defaults, ctx-independent domains, hardware constraints."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from search_spaces import Workload
+from search_spaces.attention import attention_default, attention_space, qrow_options
+from sim.errors import AutoschedError
+from sim.hwio import load_hardware
+
+HW = [load_hardware(n) for n in ("hbm-pim", "aim-gddr6")]
+
+
+def wl(ctx: int, **kw: int) -> Workload:
+    dims = {"b": 1, "q": 1, "h": 32, "kvh": 8, "d": 128, "l": ctx, **kw}
+    return Workload.make("attention", attrs={"capacity": 1024}, **dims)
+
+
+@pytest.mark.parametrize("hw", HW, ids=lambda h: h.name)
+def test_default_is_valid_and_uses_pim(hw) -> None:
+    w = wl(1024)
+    point = attention_default(w, hw)
+    assert attention_space(w, hw).validate(point) == []
+    assert point["scores"] == "pim" and point["wsum"] == "pim"
+    assert point["kv_channels"] * point["seq_split"] == hw.org.channels
+
+
+@pytest.mark.parametrize("hw", HW, ids=lambda h: h.name)
+def test_space_does_not_depend_on_l(hw) -> None:
+    assert len({attention_space(wl(n), hw).digest for n in (1, 7, 97, 1024)}) == 1
+
+
+def test_dot_mode_only_with_an_adder_tree() -> None:
+    hbm, aim = HW
+    assert attention_space(wl(8), hbm).param("k_mode").domain.values() == ("lane",)
+    assert "dot" in attention_space(wl(8), aim).param("k_mode").domain.values()
+
+
+def test_global_buffer_and_registers_bound_query_rows() -> None:
+    hbm = HW[0]  # 128-element global buffer: one query row of d=128
+    space = attention_space(wl(8), hbm)
+    point = {"kv_channels": 8, "seq_split": 8, "scores": "pim", "k_mode": "lane",
+             "k_regs": 8, "k_qrows": 2, "wsum": "host"}
+    reasons = " ".join(space.validate(point))
+    assert "k_buffer" in reasons and "k_registers" in reasons
+
+
+def test_qrow_options() -> None:
+    assert qrow_options(4, 1) == (1, 2, 4)
+    assert qrow_options(2, 3) == (1, 2, 6)
+
+
+@pytest.mark.parametrize("hw", HW, ids=lambda h: h.name)
+def test_samples_are_valid(hw) -> None:
+    space = attention_space(wl(5, q=5, b=2), hw)
+    for p in space.sample(np.random.default_rng(0), 20):
+        assert space.validate(p) == []
+
+
+def test_unsupported_shapes_raise() -> None:
+    with pytest.raises(AutoschedError, match="head dim"):
+        attention_space(wl(8, d=80, h=8, kvh=8), HW[0])
+    big = Workload.make("attention", attrs={"capacity": 4}, b=1, q=1, h=2, kvh=1, d=32, l=8)
+    with pytest.raises(AutoschedError, match="capacity"):
+        attention_space(big, HW[0])

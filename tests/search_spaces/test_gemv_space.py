@@ -1,0 +1,129 @@
+"""The gemv space: its constraints are exactly the library kernel's rules, defaults."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from search_spaces import Workload
+from search_spaces.gemv import GEMV_VERSION, gemv_default, gemv_modes, gemv_space, point_opts
+from sim.errors import AutoschedError
+from sim.hwio import load_hardware
+from sim.kernels import GemvOpts
+
+HW = {name: load_hardware(name) for name in ("hbm-pim", "aim-gddr6")}
+# few rows per bank, so the bank-capacity rule is exercised too
+SMALL = {f"{k}-8rows": replace(h, org=replace(h.org, rows_per_bank=8)) for k, h in HW.items()}
+ALL = {**HW, **SMALL}
+
+
+def raw_points(space, rng, count):
+    """Pim points drawn uniformly from the domains, constraints ignored."""
+    pim = [p for p in space.params if p.name != "placement"]
+    for _ in range(count):
+        pt = {p.name: p.domain.values()[int(rng.integers(len(p.domain)))] for p in pim}
+        yield {"placement": "pim", **pt}
+
+
+@pytest.mark.parametrize("hw", ALL.values(), ids=ALL.keys())
+@pytest.mark.parametrize("m,n,k", [(1, 40, 33), (3, 97, 250), (2, 600, 1500)])
+def test_constraints_agree_with_the_library(hw, m, n, k):
+    """A point is valid in the space exactly when plan_gemv accepts its options."""
+    space = gemv_space(Workload.make("gemv", m=m, n=n, k=k), hw)
+    rng = np.random.default_rng(m * n + k)
+    seen = {True: 0, False: 0}
+    for pt in raw_points(space, rng, 600):
+        ok_space = not space.validate(pt)
+        ok_lib = not point_opts(pt).validate(hw, n, k, m)
+        assert ok_space == ok_lib, (pt, space.validate(pt), point_opts(pt).validate(hw, n, k, m))
+        seen[ok_space] += 1
+    assert seen[True] and seen[False]
+
+
+@pytest.mark.parametrize("hw", HW.values(), ids=HW.keys())
+def test_enumerated_points_are_all_accepted(hw):
+    w = Workload.make("gemv", m=2, n=64, k=96)
+    space = gemv_space(w, hw)
+    pts = list(space.enumerate())
+    assert {"placement": "host"} in pts
+    pim = [p for p in pts if p["placement"] == "pim"]
+    assert len(pim) > 100
+    assert all(not point_opts(p).validate(hw, 64, 96, 2) for p in pim)
+    assert {p["mode"] for p in pim} == set(gemv_modes(hw))
+
+
+def test_modes_follow_the_hardware():
+    assert gemv_modes(HW["hbm-pim"]) == ("bcast", "lane")
+    assert gemv_modes(HW["aim-gddr6"]) == ("dot", "bcast", "lane")
+    w = Workload.make("gemv", m=1, n=8, k=8)
+    names = {h: [p.name for p in gemv_space(w, HW[h]).params] for h in HW}
+    assert "interleave" not in names["aim-gddr6"]  # one bank per unit: nothing to interleave
+    assert "interleave" in names["hbm-pim"]
+
+
+@pytest.mark.parametrize("point,reason", [
+    ({"k_split": 4, "channels": 2}, "k_split_divides"),
+    ({"gb_tile": 128, "double_buffer": True}, "gb_fits"),
+    ({"mode": "lane", "gb_tile": 128, "registers": 2}, "segments_lane"),
+    ({"gb_tile": 32, "interleave": True}, "interleave_bcast"),
+    ({"registers": 8, "tile_outer": True, "channels": 1}, "live_registers_bcast"),
+])
+def test_invalid_combinations_name_the_rule(point, reason):
+    hw = HW["hbm-pim"]
+    space = gemv_space(Workload.make("gemv", m=2, n=4096, k=4096), hw)
+    base = {"placement": "pim", "mode": "bcast", "channels": 64, "k_split": 1, "gb_tile": 128,
+            "registers": 1, "batch_rows": 1, "tile_outer": False, "double_buffer": False,
+            "interleave": False}
+    assert not space.validate(base)
+    why = space.validate({**base, **point})
+    assert any(r.startswith(reason) for r in why), why
+    assert point_opts({**base, **point}).validate(hw, 4096, 4096, 2)
+
+
+def test_bank_capacity_rule():
+    hw = SMALL["hbm-pim-8rows"]
+    space = gemv_space(Workload.make("gemv", m=1, n=4096, k=4096), hw)
+    pt = {"placement": "pim", "mode": "bcast", "channels": 64, "k_split": 1, "gb_tile": 128,
+          "registers": 8, "batch_rows": 1, "tile_outer": False, "double_buffer": False,
+          "interleave": False}
+    why = space.validate(pt)
+    assert any(r.startswith("bank_rows_bcast") for r in why), why
+    assert any(r.startswith("host_rows") for r in space.validate({"placement": "host"}))
+
+
+@pytest.mark.parametrize("hw", HW.values(), ids=HW.keys())
+@pytest.mark.parametrize("m,n,k", [(1, 4096, 4096), (1, 11008, 4096), (3, 97, 250)])
+def test_gemv_default_is_the_library_default(hw, m, n, k):
+    w = Workload.make("gemv", m=m, n=n, k=k)
+    d = gemv_default(w, hw)
+    assert not gemv_space(w, hw).validate(d)
+    assert d["placement"] == "pim"
+    assert point_opts(d) == GemvOpts().resolve(hw, n, k, m)
+
+
+@pytest.mark.parametrize("hw", HW.values(), ids=HW.keys())
+def test_gemm_default_reuses_weights_across_the_batch(hw):
+    w = Workload.make("gemm", m=64, n=256, k=512)
+    d = gemv_default(w, hw)
+    assert not gemv_space(w, hw).validate(d)
+    assert d["placement"] == "pim" and d["batch_rows"] > 1
+    ok = [b for b in range(1, hw.pim.registers + 1)
+          if not GemvOpts(batch_rows=b).validate(hw, 256, 512, 64)]
+    assert d["batch_rows"] == max(ok)
+
+
+def test_default_raises_when_nothing_fits():
+    hw = replace(HW["aim-gddr6"], org=replace(HW["aim-gddr6"].org, rows_per_bank=1))
+    with pytest.raises(AutoschedError, match="neither on PIM nor in plain memory"):
+        gemv_default(Workload.make("gemv", m=1, n=4096, k=4096), hw)
+
+
+def test_space_identity():
+    w = Workload.make("gemm", m=8, n=64, k=64)
+    space = gemv_space(w, HW["hbm-pim"])
+    assert space.name == "gemm" and space.version == GEMV_VERSION
+    assert space.param("batch_rows").domain.values() == tuple(range(1, 9))
+    with pytest.raises(AutoschedError):
+        gemv_space(Workload.make("rmsnorm", m=1, n=8), HW["hbm-pim"])
