@@ -110,7 +110,7 @@ def tune(model: str | Path | ModelConfig, *, hw: str | Path | Hardware = "hbm-pi
     the tasks of every fusion plan share the budget and the plan with the best tuned
     end-to-end latency is reported (and stored when the database can hold plans).
     """
-    from .compiler import model_graph, simulate_model
+    from .compiler import model_graph, plain_memory_ns, simulate_model
     from .frontend import get_model_config
     from .search import tune_tasks
 
@@ -144,16 +144,18 @@ def tune(model: str | Path | ModelConfig, *, hw: str | Path | Hardware = "hbm-pi
     measured = len(database) - before
 
     # codegen: whole-step figures, default schedules unfused vs tuned schedules per plan
-    default = simulate_model(cfg, hardware, db=None, fusion=None, **step)
-    tuned = [simulate_model(cfg, hardware, db=database, fusion=p, **step) for p in plans]
+    default = simulate_model(cfg, hardware, db=None, fusion={}, baseline=False, **step)
+    tuned = [simulate_model(cfg, hardware, db=database, fusion=p or {}, baseline=False, **step)
+             for p in plans]
     best_i = min(range(len(plans)), key=lambda i: tuned[i].latency_ns)
     best_plan, fig = plans[best_i], tuned[best_i]
+    base_ns = plain_memory_ns(cfg, hardware, **step)
     if fusion == "auto":
         _store_plan(database, cfg.name, phase, batch, hardware, best_plan, fig.latency_ns)
 
     by_key = {r.workload.key: r for r in results}
     task_reports = tuple(_task_report(by_key[t.key], t, hardware) for t in task_list)
-    e2e = EndToEnd(default.latency_ns, fig.latency_ns, fig.bound_ns, fig.baseline_ns,
+    e2e = EndToEnd(default.latency_ns, fig.latency_ns, fig.bound_ns, base_ns,
                    fig.tokens_per_s, fig.energy_pj, best_plan)
     return TuneReport(
         model=cfg.name, hardware=hardware.name, hardware_fingerprint=hardware.fingerprint,
@@ -166,10 +168,10 @@ def tune(model: str | Path | ModelConfig, *, hw: str | Path | Hardware = "hbm-pi
 
 def _store_plan(db: Database, model: str, phase: str, batch: int, hw: Hardware,
                 plan: dict | None, latency_ns: float) -> None:
-    """Record the chosen fusion plan where ``compile`` finds it (databases that hold plans)."""
-    save = getattr(db, "save_plan", None)
-    if save is not None:
-        save(f"{model}:{phase}:b{batch}", hw.fingerprint, plan or {}, latency_ns)
+    """Record the chosen fusion plan where ``compile``, ``simulate`` and ``run`` find it."""
+    from .compiler import plan_key
+
+    db.save_plan(plan_key(model, phase, batch), hw.fingerprint, plan or {}, latency_ns)
 
 
 def _task_report(r: object, task: Task, hw: Hardware) -> TaskReport:

@@ -20,7 +20,7 @@ from search_spaces.space import Space
 from search_spaces.workload import Workload
 from sim.errors import AutoschedError, check
 from sim.hardware import Hardware
-from sim.kernels import GemvOpts
+from sim.kernels import GemvOpts, plan_gemv
 
 __all__ = ["GEMV_VERSION", "baseline_rows", "gemv_default", "gemv_modes", "gemv_space",
            "point_opts"]
@@ -146,24 +146,43 @@ def _opts_point(o: GemvOpts, hw: Hardware) -> dict:
     return pt
 
 
-def gemv_default(workload: Workload, hw: Hardware) -> dict:
-    """The shipped library options on PIM; host when they do not fit.
+def _competent(hw: Hardware, n: int, k: int, m: int, br: int) -> list[GemvOpts]:
+    """Library options a careful engineer would pick, best first: split the reduction over
+    channels until the outputs fill every unit's lanes (the layout wastes no bank rows on
+    padding), and alternate the two banks of a pair so one activates while the other
+    MACs. Ordered by rows per bank, then interleaving, then the smaller split."""
+    splits = [d for d in range(1, hw.org.channels + 1)
+              if hw.org.channels % d == 0 and d & (d - 1) == 0]
+    pairs = (True, False) if hw.pim.banks_per_unit == 2 else (False,)
+    ranked = []
+    for ks in splits:
+        for il in pairs:
+            o = GemvOpts(batch_rows=br, k_split=ks, interleave=il)
+            if not o.validate(hw, n, k, m):
+                rows = plan_gemv(hw, n, k, m, o).rows_per_bank
+                ranked.append(((rows, not il, ks), o))
+    return [o for _, o in sorted(ranked, key=lambda r: r[0])]
 
-    gemv: ``GemvOpts()`` resolved for the shape. gemm: the same with ``batch_rows`` as
-    large as valid (weight reuse across the batch; the largest that the registers and
-    global buffer allow), falling back to host placement when no PIM option fits. Raises
+
+def gemv_default(workload: Workload, hw: Hardware) -> dict:
+    """What a competent engineer writes by hand; host when nothing fits on PIM.
+
+    gemv: the library kernel with the reduction split over channels just enough to fill
+    every unit's lanes and, on bank-pair devices, bank interleaving (see ``_competent``);
+    the plain library options when no such choice is valid. gemm: the same with
+    ``batch_rows`` as large as valid (weight reuse across the batch). Raises
     AutoschedError when neither placement fits the device.
     """
     m, n, k = _dims(workload)
     space = gemv_space(workload, hw)
     tries = [1] if workload.op == "gemv" else range(min(m, hw.pim.registers), 0, -1)
     for br in tries:
-        o = GemvOpts(batch_rows=br)
-        if o.validate(hw, n, k, m):
-            continue
-        pt = _opts_point(o.resolve(hw, n, k, m), hw)
-        if not space.validate(pt):
-            return pt
+        for o in (*_competent(hw, n, k, m, br), GemvOpts(batch_rows=br)):
+            if o.validate(hw, n, k, m):
+                continue
+            pt = _opts_point(o.resolve(hw, n, k, m), hw)
+            if not space.validate(pt):
+                return pt
     if not space.validate({"placement": "host"}):
         return {"placement": "host"}
     raise AutoschedError(f"{workload.key} fits {hw.name} neither on PIM nor in plain memory: "

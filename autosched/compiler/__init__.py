@@ -1,11 +1,12 @@
 """The whole-model compiler: one program per model step, its figures, its numerical check."""
 
-from .compile import CompiledModel, compile_model, host_schedule
-from .figures import ModelFigures, simulate_model
+from .compile import CompiledModel, compile_model, host_schedule, plan_key
+from .figures import ModelFigures, plain_memory_ns, simulate_model
 from .graph import DEFAULT_CONTEXT, model_graph, with_context
 from .run import RunReport, run_check, tolerance
 
 __all__ = [
     "DEFAULT_CONTEXT", "CompiledModel", "ModelFigures", "RunReport", "compile_model",
-    "host_schedule", "model_graph", "run_check", "simulate_model", "tolerance", "with_context",
+    "host_schedule", "model_graph", "plain_memory_ns", "plan_key", "run_check", "simulate_model",
+    "tolerance", "with_context",
 ]

@@ -31,7 +31,7 @@ from .glue import gather
 from .graph import model_graph
 from .weights import node_constants, node_weights
 
-__all__ = ["CompiledModel", "compile_model", "host_schedule"]
+__all__ = ["CompiledModel", "compile_model", "host_schedule", "plan_key"]
 
 
 @dataclass
@@ -181,14 +181,26 @@ class _Builder:
                 for local, views in operands(self.graph, n).items()]
 
 
+def plan_key(model: str, phase: str, batch: int) -> str:
+    """Where ``tune --fusion auto`` records the plan it chose for a model step."""
+    return f"{model}:{phase}:b{batch}"
+
+
 def compile_model(model: str | ModelConfig, hw: str | Hardware, *,
                   db: str | Path | Database | None = None, phase: str = "decode",
                   batch: int = 1, context: int | None = None, capacity: int | None = None,
                   fusion: dict | None = None, schedules: dict[str, Schedule] | None = None,
                   placement: str | None = None, graph: OpGraph | None = None) -> CompiledModel:
-    """Compile one step of ``model`` for ``hw`` into a single program."""
+    """Compile one step of ``model`` for ``hw`` into a single program.
+
+    ``fusion``: a plan (``{}`` for none); None means the plan ``tune`` stored in ``db``
+    for this model step, or none.
+    """
     hw = load_hardware(hw)
     database = open_database(db) if db is not None else None
+    if fusion is None and database is not None and graph is None:
+        name = model.name if isinstance(model, ModelConfig) else model_graph(model)[0].name
+        fusion = database.plan(plan_key(name, phase, batch), hw.fingerprint)
     if graph is None:
         cfg, graph = model_graph(model, phase=phase, batch=batch, context=context,
                                  capacity=capacity, fusion=fusion)

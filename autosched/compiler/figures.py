@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -23,7 +24,7 @@ from sim.timing import simulate
 
 from .compile import CompiledModel, compile_model
 
-__all__ = ["ModelFigures", "simulate_model"]
+__all__ = ["ModelFigures", "plain_memory_ns", "simulate_model"]
 
 
 @dataclass(frozen=True)
@@ -71,19 +72,27 @@ def model_bound(cm: CompiledModel) -> float:
     return sum(lowering_for(n.workload).bound(n.workload, cm.hw) for n in cm.graph)
 
 
+def plain_memory_ns(model: str | ModelConfig, hw: str | Hardware, *, phase: str = "decode",
+                    batch: int = 1, context: int | None = None) -> float:
+    """Latency of the step with every operator on its plain-memory path, unfused."""
+    base = compile_model(model, hw, phase=phase, batch=batch, context=context, fusion={},
+                         placement="host")
+    return simulate(base.program, base.hw).latency_ns
+
+
 def simulate_model(model: str | ModelConfig, hw: str | Hardware, *,
                    db: str | Path | Database | None = None, phase: str = "decode",
                    batch: int = 1, context: int | None = None,
-                   fusion: dict | None = None) -> ModelFigures:
-    """Compile and simulate one step of ``model``, with its bound and baseline."""
+                   fusion: dict | None = None, baseline: bool = True) -> ModelFigures:
+    """Compile and simulate one step of ``model``, with its bound and (unless
+    ``baseline`` is false, then nan) the plain-memory baseline."""
     hw = load_hardware(hw)
     t0 = time.perf_counter()
     cm = compile_model(model, hw, db=db, phase=phase, batch=batch, context=context,
                        fusion=fusion)
     res = simulate(cm.program, hw)
-    base = compile_model(model, hw, phase=phase, batch=batch, context=context,
-                         placement="host")
-    base_ns = simulate(base.program, hw).latency_ns
+    base_ns = plain_memory_ns(model, hw, phase=phase, batch=batch, context=context) \
+        if baseline else math.nan
     tokens = cm.graph.batch * cm.graph.tokens
     return ModelFigures(
         model=cm.cfg.name, hardware=hw.name, phase=cm.graph.phase, batch=cm.graph.batch,

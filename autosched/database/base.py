@@ -50,6 +50,14 @@ class Database(abc.ABC):
                                       space=space, space_version=space_version) if m.ok]
         return min(ok, key=lambda m: (m.latency_ns, m.created)) if ok else None
 
+    def save_plan(self, key: str, hw_fingerprint: str, plan: dict, latency_ns: float) -> None:
+        """Record the fusion plan chosen for ``key`` (model:phase:batch) on this hardware."""
+        raise DatabaseError(f"{type(self).__name__} does not store fusion plans")
+
+    def plan(self, key: str, hw_fingerprint: str) -> dict | None:
+        """The fusion plan recorded for ``key`` on this hardware, if any."""
+        return None
+
     def commit_many(self, ms: Iterable[Measurement]) -> None:
         for m in ms:
             self.commit(m)

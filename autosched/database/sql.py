@@ -7,6 +7,7 @@ file and a PostgreSQL server shared by several tuning machines.
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import sqlalchemy as sa
@@ -42,6 +43,14 @@ measurements = sa.Table(
     sa.Column("created", sa.Float, nullable=False),
     sa.Index("ix_lookup", "workload_key", "hw_fingerprint", "space", "space_version"),
     sa.Index("ix_exact", "workload_key", "hw_fingerprint", "schedule_key", "sim_version"),
+)
+plans = sa.Table(
+    "plans", _meta,
+    sa.Column("key", sa.String(256), primary_key=True),
+    sa.Column("hw_fingerprint", sa.String(64), primary_key=True),
+    sa.Column("plan", sa.Text, nullable=False),
+    sa.Column("latency_ns", sa.Float, nullable=False),
+    sa.Column("created", sa.Float, nullable=False),
 )
 info = sa.Table("autosched_info", _meta, sa.Column("key", sa.String(64), primary_key=True),
                 sa.Column("value", sa.String(256)))
@@ -108,6 +117,23 @@ class SqlDatabase(Database):
                 q = q.where(col == val)
         rows = self._run(lambda c: c.execute(q).all())
         return [Measurement.from_dict(json.loads(r[0])) for r in rows]
+
+    def save_plan(self, key: str, hw_fingerprint: str, plan: dict, latency_ns: float) -> None:
+        row = {"key": key, "hw_fingerprint": hw_fingerprint, "plan": json.dumps(plan),
+               "latency_ns": latency_ns, "created": time.time()}
+
+        def write(c) -> None:
+            c.execute(plans.delete().where(plans.c.key == key,
+                                           plans.c.hw_fingerprint == hw_fingerprint))
+            c.execute(plans.insert().values(**row))
+
+        self._run(write, write=True)
+
+    def plan(self, key: str, hw_fingerprint: str) -> dict | None:
+        q = sa.select(plans.c.plan).where(plans.c.key == key,
+                                          plans.c.hw_fingerprint == hw_fingerprint)
+        rows = self._run(lambda c: c.execute(q).all())
+        return json.loads(rows[0][0]) if rows else None
 
     def __len__(self) -> int:
         q = sa.select(sa.func.count()).select_from(measurements)

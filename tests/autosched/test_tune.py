@@ -94,7 +94,7 @@ def fake_model_graph(model, *, fusion=None, **step):
 
 
 def fake_simulate_model(model, hw, *, db=None, phase="decode", batch=1, context=None,
-                        fusion=None):
+                        fusion=None, baseline=True):
     graph = fake_model_graph(model, phase=phase, batch=batch, context=context)[1]
     lat = 0.0
     for n in graph:
@@ -103,6 +103,11 @@ def fake_simulate_model(model, hw, *, db=None, phase="decode", batch=1, context=
     lat *= 0.5 if fusion and fusion.get("fast") else 1.0
     return types.SimpleNamespace(latency_ns=lat, bound_ns=lat / 4, baseline_ns=lat * 3,
                                  tokens_per_s=batch * 1e9 / lat, energy_pj=2.0 * lat, ops=[])
+
+
+def fake_plain_memory_ns(model, hw, *, phase="decode", batch=1, context=None):
+    return 3 * fake_simulate_model(model, hw, phase=phase, batch=batch,
+                                   context=context).latency_ns
 
 
 @pytest.fixture
@@ -117,6 +122,8 @@ def fakes(monkeypatch):
     compiler = types.ModuleType("autosched.compiler")
     compiler.simulate_model = fake_simulate_model
     compiler.model_graph = fake_model_graph
+    compiler.plain_memory_ns = fake_plain_memory_ns
+    compiler.plan_key = lambda model, phase, batch: f"{model}:{phase}:b{batch}"
     monkeypatch.setitem(sys.modules, "autosched.search", search)
     monkeypatch.setitem(sys.modules, "autosched.compiler", compiler)
     return search

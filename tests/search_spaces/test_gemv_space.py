@@ -11,7 +11,7 @@ from search_spaces import Workload
 from search_spaces.gemv import GEMV_VERSION, gemv_default, gemv_modes, gemv_space, point_opts
 from sim.errors import AutoschedError
 from sim.hwio import load_hardware
-from sim.kernels import GemvOpts
+from sim.kernels import GemvOpts, plan_gemv
 
 HW = {name: load_hardware(name) for name in ("hbm-pim", "aim-gddr6")}
 # few rows per bank, so the bank-capacity rule is exercised too
@@ -95,12 +95,20 @@ def test_bank_capacity_rule():
 
 @pytest.mark.parametrize("hw", HW.values(), ids=HW.keys())
 @pytest.mark.parametrize("m,n,k", [(1, 4096, 4096), (1, 11008, 4096), (3, 97, 250)])
-def test_gemv_default_is_the_library_default(hw, m, n, k):
+def test_gemv_default_wastes_no_rows(hw, m, n, k):
+    """The default packs the weights as densely as any library option (fewest rows per
+    bank over every reduction split), interleaving bank pairs where the device has them."""
     w = Workload.make("gemv", m=m, n=n, k=k)
     d = gemv_default(w, hw)
     assert not gemv_space(w, hw).validate(d)
     assert d["placement"] == "pim"
-    assert point_opts(d) == GemvOpts().resolve(hw, n, k, m)
+    rows = plan_gemv(hw, n, k, m, point_opts(d)).rows_per_bank
+    pairs = (False, True) if hw.pim.banks_per_unit == 2 else (False,)
+    splits = [s for s in (1, 2, 4, 8, 16, 32, 64) if hw.org.channels % s == 0]
+    opts = [GemvOpts(k_split=s, interleave=il) for s in splits for il in pairs]
+    assert rows == min(plan_gemv(hw, n, k, m, o).rows_per_bank
+                       for o in opts if not o.validate(hw, n, k, m))
+    assert d.get("interleave", False) == (hw.pim.banks_per_unit == 2)
 
 
 @pytest.mark.parametrize("hw", HW.values(), ids=HW.keys())
