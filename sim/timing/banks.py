@@ -53,6 +53,7 @@ class Banks:
         self.last, self.nb, self.any_act, self.any_col, self.bus, self.done = -1, 0, NEG, NEG, 0, 0
         self.due = t.trefi
         self.ctr = [0] * N_COUNTERS
+        self.learnt: dict = {}  # loop extrapolation's memory, per compiled loop
         self.horizon = 1 + max(
             t.trcd, t.trcd_wr, t.trcd_mac, t.trp, t.tras, t.cl, t.cwl, t.tccd_l, t.trrd_l,
             t.tfaw, t.trtp, self.wr_rec, self.pcol, self.maclat,
@@ -102,6 +103,11 @@ class Banks:
     def bound(self) -> int:
         """Skipped iterations must issue before this cycle (next refresh due)."""
         return self.due
+
+    def skip_refreshes(self, n: int) -> None:
+        """Move the refresh schedule ``n`` intervals on (their effect is accounted for
+        by the caller)."""
+        self.due += n * self.trefi
 
     # ---- helpers -------------------------------------------------------------------
     def xfer(self, nbytes: int) -> int:

@@ -4,6 +4,9 @@ A node is ``(fn, args, flag)``: ``fn(state, env, args)`` performs one instructio
 loop is ``(None, (var, count, body, gb_dep), has_sync)``; ``flag`` marks a generator
 (Wait, or a loop containing Signal/Wait, which is never extrapolated). Operand ranges are
 checked once over every loop iteration and channel, so the hot path checks nothing.
+Nodes carry only what timing depends on (no buffer names, rows or columns; a Signal
+carries its ordinal in the stream, not its token), so two streams whose compiled bodies
+are equal time identically and the engine may simulate them once.
 """
 
 from __future__ import annotations
@@ -46,8 +49,9 @@ class _Ctx:
     def __init__(self, hw: Hardware, prog: Program, stream: Stream) -> None:
         self.hw, self.prog, self.stream = hw, prog, stream
         self.ranges: dict[str, int] = {"ch": max(1, len(stream.channels))}
-        self.signals: set[str] = set()
+        self.signals: list[str] = []
         self.dtypes = {b.name: b.dtype for b in prog.buffers}
+        self.memo: dict[tuple[int, int, bool], tuple] = {}
 
     def fail(self, ins: Instr, msg: str) -> ProgramError:
         return ProgramError(f"stream {self.stream.name!r}, {ins.op}: {msg}")
@@ -72,6 +76,14 @@ class _Ctx:
             raise self.fail(ins, f"unknown buffer {name!r}; declare it in program.buffers")
 
     def targets(self, ins: Instr, bank: int, step: int, per_unit: bool) -> tuple:
+        """(banks, groups, units) addressed by ``bank``/``step``; memoised per stream."""
+        key = (bank, step, per_unit)
+        got = self.memo.get(key)
+        if got is None:
+            got = self.memo[key] = self._targets(ins, bank, step, per_unit)
+        return got
+
+    def _targets(self, ins: Instr, bank: int, step: int, per_unit: bool) -> tuple:
         hw = self.hw
         nb = hw.org.banks_per_channel
         if not 0 <= bank < nb or step < 0:
@@ -171,8 +183,8 @@ def _node(cx: _Ctx, n: Node) -> tuple[tuple, bool, bool]:
             cx.ranges[n.var] = outer
         return (None, (n.var, n.count, body, gb_dep), has_sync), has_sync, gb_dep
     if isinstance(n, Signal):
-        cx.signals.add(n.token)
-        return (sync.signal, n.token, False), True, False
+        cx.signals.append(n.token)
+        return (sync.signal, len(cx.signals) - 1, False), True, False
     if isinstance(n, Wait):
         return (sync.wait, tuple(n.tokens), True), True, False
     if cx.stream.engine == "host":
@@ -196,8 +208,8 @@ def _body(cx: _Ctx, nodes: tuple[Node, ...]) -> tuple[Compiled, bool, bool]:
     return tuple(out), has_sync, gb_dep
 
 
-def compile_stream(hw: Hardware, prog: Program, stream: Stream) -> tuple[Compiled, set[str]]:
-    """The stream's nodes and the tokens it signals."""
+def compile_stream(hw: Hardware, prog: Program, stream: Stream) -> tuple[Compiled, list[str]]:
+    """The stream's nodes and the token of each Signal node, by its ordinal."""
     cx = _Ctx(hw, prog, stream)
     body, _, _ = _body(cx, stream.body)
     return body, cx.signals

@@ -1,32 +1,29 @@
-"""Run a program: streams as coroutines, loops simulated until periodic, then skipped.
+"""Run a program: equal PIM streams folded, streams as coroutines, loops extrapolated.
 
-Each stream is a generator that yields the token it waits for; the scheduler advances
-streams in rounds and reports a deadlock when a whole round produces no signal and ends
-no stream. A loop without Signal/Wait records, after every iteration, the state's
-normalised signature; when it equals the one ``p`` iterations earlier (``p`` <= 4, no
-refresh in between), whole periods are skipped up to the next refresh due cycle by
-shifting every timer and adding the period's counter deltas.
+Every stream is compiled; PIM streams with equal compiled bodies are simulated once (one
+representative signals every member's tokens). Each simulated stream is a generator that
+yields the token it waits for; the scheduler advances streams in rounds and reports a
+deadlock when a whole round produces no signal and ends no stream. Loops without
+Signal/Wait go to ``extrapolate.run_loop``.
 """
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Iterator
 
 from ..errors import ProgramError, SimError
 from ..hardware import Hardware
 from ..hwio import load_hardware
-from ..program import Program
+from ..program import Program, Stream
 from .channel import Channel
 from .compile import Compiled, compile_stream
+from .extrapolate import run_loop
 from .host import HostEngine
 from .result import SimResult, build_result
-from .stats import C
 from .sync import SyncTable
 
 __all__ = ["simulate"]
-
-MAX_PERIOD = 4
-
 
 def _plain(st, nodes: Compiled, env: dict) -> None:
     for fn, a, _ in nodes:
@@ -53,46 +50,7 @@ def _gen(st, nodes: Compiled, env: dict) -> Iterator[str]:
 
 
 def _loop(st, env: dict, a: tuple) -> None:
-    """A loop without synchronisation, extrapolated when ``st.extrapolate``."""
-    var, count, body, gb_dep = a
-    if not st.extrapolate:
-        for i in range(count):
-            env[var] = i
-            _plain(st, body, env)
-        return
-    ctr, hist, i = st.ctr, [], 0
-    while i < count:
-        env[var] = i
-        _plain(st, body, env)
-        i += 1
-        if i >= count:
-            break
-        sig = st.signature(gb_dep)
-        if sig is None:
-            hist.clear()
-            continue
-        now = st.now()
-        hist.append((sig, now, ctr[:]))
-        if len(hist) > MAX_PERIOD + 1:
-            del hist[0]
-        for p in range(1, len(hist)):
-            psig, pnow, pctr = hist[-1 - p]
-            if psig != sig:
-                continue
-            if pctr[C.REFRESHES] != ctr[C.REFRESHES]:
-                break
-            span = now - pnow
-            periods = (count - i) // p
-            bound = st.bound()
-            if span > 0 and bound != float("inf"):
-                periods = min(periods, int((bound - 1 - now) // span))
-            if periods > 0:
-                st.shift(periods * span)
-                for j, (x, y) in enumerate(zip(ctr, pctr, strict=True)):
-                    ctr[j] = x + periods * (x - y)
-                i += periods * p
-                hist.clear()
-            break
+    run_loop(st, env, a, _plain)
 
 
 def _check_streams(hw: Hardware, prog: Program) -> None:
@@ -115,22 +73,63 @@ def _check_streams(hw: Hardware, prog: Program) -> None:
         raise ProgramError("stream names must be unique")
 
 
+Folded = tuple[Stream, Compiled, list[list[str]], list[Stream]]
+
+
+def _fold(hw: Hardware, program: Program, producer: dict[str, str]) -> list[Folded]:
+    """Compile every stream; PIM streams with equal compiled bodies become one.
+
+    Returns per simulated stream: the first member, its nodes, per Signal node the tokens
+    of every member, and the members; fills ``producer`` (token -> stream name). Equal
+    bodies wait on equal tokens, so the members' timing is identical and one
+    representative is exact.
+    """
+    groups: dict[Compiled, Folded] = {}
+    out: list[Folded] = []
+    for s in program.streams:
+        body, signals = compile_stream(hw, program, s)
+        for tok in signals:
+            if producer.setdefault(tok, s.name) != s.name:
+                raise ProgramError(f"token {tok!r} is signalled by streams {producer[tok]!r} "
+                                   f"and {s.name!r}; give each its own token")
+        rep = groups.get(body) if s.engine == "pim" else None
+        if rep is None:
+            rep = (s, body, [[tok] for tok in signals], [s])
+            out.append(rep)
+            if s.engine == "pim":
+                groups[body] = rep
+        else:
+            for toks, tok in zip(rep[2], signals, strict=True):
+                toks.append(tok)
+            rep[3].append(s)
+    return out
+
+
 def simulate(program: Program, hw: Hardware | str, *, extrapolate: bool = True) -> SimResult:
-    """Time ``program`` on ``hw`` (a Hardware or anything ``load_hardware`` accepts)."""
-    hw = load_hardware(hw)
+    """Time ``program`` on ``hw`` (a Hardware or anything ``load_hardware`` accepts).
+
+    The cyclic garbage collector is paused meanwhile: the simulator allocates many small
+    acyclic tuples, and collections over a large program's objects would dominate.
+    """
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        return _simulate(program, load_hardware(hw), extrapolate)
+    finally:
+        if paused:
+            gc.enable()
+
+
+def _simulate(program: Program, hw: Hardware, extrapolate: bool) -> SimResult:
     _check_streams(hw, program)
     table, producer = SyncTable(), {}
     states: list[tuple[int, Channel | HostEngine]] = []
     active = []
-    for s in program.streams:
-        body, tokens = compile_stream(hw, program, s)
-        for tok in tokens:
-            if producer.setdefault(tok, s.name) != s.name:
-                raise ProgramError(f"token {tok!r} is signalled by streams {producer[tok]!r} "
-                                   f"and {s.name!r}; give each its own token")
+    for s, body, tokens, members in _fold(hw, program, producer):
         st = HostEngine(s.name) if s.engine == "host" else Channel(hw, s.name)
-        st.sync, st.cursor, st.extrapolate = table, {}, extrapolate
-        states.append((len(s.channels) if s.engine == "pim" else 0, st))
+        st.sync, st.cursor, st.extrapolate, st.tokens = table, {}, extrapolate, tokens
+        st.members = tuple(m.name for m in members)
+        states.append((sum(len(m.channels) for m in members) if s.engine == "pim" else 0, st))
         active.append((s.name, _gen(st, body, {"ch": 0})))
     while active:
         before, still, blocked = table.produced, [], []
@@ -147,4 +146,4 @@ def simulate(program: Program, hw: Hardware | str, *, extrapolate: bool = True) 
             raise SimError(f"deadlock: stream {name!r} waits on token {tok!r} but {why} "
                            f"(blocked: {', '.join(f'{n}->{t}' for n, t in blocked)})")
         active = still
-    return build_result(hw, states)
+    return build_result(hw, states, [s.name for s in program.streams])

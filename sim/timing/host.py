@@ -25,6 +25,7 @@ class HostEngine:
         self.name = name
         self.t = 0.0
         self.ctr: list = [0] * N_COUNTERS
+        self.learnt: dict = {}  # loop extrapolation's memory, per compiled loop
 
     def host_op(self, env: dict, a: tuple[float, float, float]) -> None:
         dur, flops, nbytes = a

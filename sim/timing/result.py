@@ -37,13 +37,17 @@ class SimResult:
         return asdict(self)
 
 
-def build_result(hw: Hardware, states: list[tuple[int, Channel | HostEngine]]) -> SimResult:
-    """Combine ``(channel count, state)`` per stream (0 channels for host streams)."""
+def build_result(hw: Hardware, states: list[tuple[int, Channel | HostEngine]],
+                 order: list[str]) -> SimResult:
+    """Combine ``(channel count, state)`` per simulated stream (0 channels for host
+    streams); a state stands for the streams named in its ``members``, and
+    ``stream_end_ns`` lists the stream names in ``order``."""
     total: list = [0] * N_COUNTERS
-    ends = {st.name: st.signal_ns() for _, st in states}
+    end = {m: st.signal_ns() for _, st in states for m in st.members}
+    ends = {name: end[name] for name in order}
     latency = max(ends.values(), default=0.0)
     pim_ch = sum(n for n, st in states if isinstance(st, Channel))
-    hosts = sum(1 for _, st in states if isinstance(st, HostEngine))
+    hosts = sum(len(st.members) for _, st in states if isinstance(st, HostEngine))
     for n, st in states:
         k = n if isinstance(st, Channel) else 1
         for i, v in enumerate(st.ctr):

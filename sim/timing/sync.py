@@ -15,9 +15,12 @@ class SyncTable:
         self.produced = 0
 
 
-def signal(st, env: dict, token: str) -> None:
-    """The token's next signal time is the completion of everything ``st`` issued."""
-    st.sync.signals.setdefault(token, []).append(st.signal_ns())
+def signal(st, env: dict, index: int) -> None:
+    """Signal node ``index`` of ``st``: the next signal time of its token in every stream
+    ``st`` stands for (``st.tokens[index]``) is the completion of everything ``st`` issued."""
+    t, signals = st.signal_ns(), st.sync.signals
+    for token in st.tokens[index]:
+        signals.setdefault(token, []).append(t)
     st.sync.produced += 1
 
 

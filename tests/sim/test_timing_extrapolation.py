@@ -49,13 +49,23 @@ def gemv_program(hw: Hardware, n: int, k: int) -> Program:
     return Program((pim(body, channels=tuple(range(o.channels))),), BUFFERS)
 
 
-def agree(p: Program, hw: Hardware, rel: float = 0.005) -> tuple:
+def agree(p: Program, hw: Hardware, rel: float = 0.005, exact: bool = True) -> tuple:
+    """Extrapolated vs unrolled: latency and energy within ``rel``, equal command counts;
+    refreshes and row hits/misses equal when ``exact`` (no refresh crossing skipped),
+    else within ``rel`` plus one refresh's worth."""
     fast, full = simulate(p, hw), simulate(p, hw, extrapolate=False)
     assert fast.latency_ns == pytest.approx(full.latency_ns, rel=rel)
     assert fast.commands == full.commands
-    assert fast.refreshes == full.refreshes
     assert fast.energy_pj == pytest.approx(full.energy_pj, rel=rel)
-    assert (fast.row_hits, fast.row_misses) == (full.row_hits, full.row_misses)
+    if exact:
+        assert fast.refreshes == full.refreshes
+        assert (fast.row_hits, fast.row_misses) == (full.row_hits, full.row_misses)
+    else:
+        ch = hw.org.channels
+        assert fast.refreshes == pytest.approx(full.refreshes, rel=rel, abs=ch)
+        hits = fast.row_hits + fast.row_misses
+        assert hits == full.row_hits + full.row_misses
+        assert fast.row_misses == pytest.approx(full.row_misses, rel=rel, abs=16 * ch)
     return fast, full
 
 
@@ -137,7 +147,12 @@ def loop_programs(draw):
 @settings(max_examples=40, deadline=None)
 @given(p=loop_programs(), trefi=st.sampled_from([300, 1000, 100000]))
 def test_random_loop_nests_agree(p, trefi):
-    agree(p, easy_hw(timing__trefi=trefi), rel=1e-9)
+    # Exact while no refresh crossing is extrapolated; with frequent refresh the learnt
+    # crossing penalty applies and the agreement is the documented 0.5 %.
+    if trefi == 100000:
+        agree(p, easy_hw(timing__trefi=trefi), rel=1e-9)
+    else:
+        agree(p, easy_hw(timing__trefi=trefi), exact=False)
 
 
 if __name__ == "__main__":
