@@ -18,15 +18,14 @@ class Channel(Banks):
 
     # ---- column commands ---------------------------------------------------------
     def _col_time(self, banks: tuple[int, ...], groups: tuple[int, ...], trcd: int) -> int:
-        t = max(self.last + 1, self.nb, self.any_col + self.tccd_s)
-        g_col, tccd_l, act_t, is_open = self.g_col, self.tccd_l, self.act_t, self.is_open
-        for g in groups:
-            t = max(t, g_col[g] + tccd_l)
+        is_open = self.is_open
         for b in banks:
             if not is_open[b]:
                 self._fail("column access to a bank with no open row (activate it first):", b)
-            t = max(t, act_t[b] + trcd)
-        return t
+        g_col, act_t = self.g_col, self.act_t
+        return max(self.last + 1, self.nb, self.any_col + self.tccd_s,
+                   max([g_col[g] for g in groups]) + self.tccd_l,
+                   max([act_t[b] for b in banks]) + trcd)
 
     def _cols(self, banks: tuple[int, ...], groups: tuple[int, ...], k: int, tl: int,
               times: list[int]) -> None:
@@ -54,11 +53,9 @@ class Channel(Banks):
             slots = range(g // self.lanes, (g + span - 1) // self.lanes + 1)
         d = self.pcol
         while n:
-            t = self._col_time(banks, groups, self.trcd_mac)
-            for u in units:
-                t = max(t, self.u_col[u] + d)
-            for s in slots:
-                t = max(t, self.gb[s])
+            u_col, gbr = self.u_col, self.gb
+            t = max(self._col_time(banks, groups, self.trcd_mac),
+                    max([u_col[u] for u in units]) + d, max([gbr[s] for s in slots], default=0))
             if t >= self.due:
                 self.refresh()
                 continue
