@@ -6,10 +6,10 @@ tasks. ``autosched.search.testing`` holds a small fake lowering for tests.
 """
 
 from .scheduler import Progress, TaskResult, TaskScheduler
-from .study import SAMPLERS, SearchError, make_sampler, make_study
+from .study import SAMPLERS, SearchError, learns_validity, make_sampler, make_study
 from .training import TrainingSet
 from .tune import tune_tasks
 from .tuner import TaskTuner
 
 __all__ = ["SAMPLERS", "Progress", "SearchError", "TaskResult", "TaskScheduler", "TaskTuner",
-           "TrainingSet", "make_sampler", "make_study", "tune_tasks"]
+           "TrainingSet", "learns_validity", "make_sampler", "make_study", "tune_tasks"]

@@ -126,11 +126,18 @@ class TaskScheduler:
         if budget < 0:
             raise SearchError(f"the budget must be >= 0 measurements, got {budget}")
         used = 0
-        picks = []
-        for i, t in enumerate(self.tuners):
-            n = min(self.warmup - t.measured, budget - used - sum(n for _, n in picks))
-            if n > 0:
-                picks.append((i, n))
+        # warm-up: every task's default first (so no task is left with nothing measured
+        # while another has its full warm-up), then the rest of each task's warm-up
+        want = [max(self.warmup - t.measured, 0) for t in self.tuners]
+        first = [min(w, 1) for w in want]
+        first = [n if sum(first[:i]) + n <= budget else 0 for i, n in enumerate(first)]
+        left = budget - sum(first)
+        rest = []
+        for w, f in zip(want, first, strict=True):
+            n = min(w - f, left)
+            rest.append(n)
+            left -= n
+        picks = [(i, f + r) for i, (f, r) in enumerate(zip(first, rest, strict=True)) if f + r]
         used += self._measure(picks, used, budget, progress)
         while used < budget:
             i = self._pick()

@@ -9,9 +9,11 @@ from optuna.samplers import BaseSampler
 
 from sim.errors import AutoschedError
 
-__all__ = ["SAMPLERS", "SearchError", "make_sampler", "make_study"]
+__all__ = ["CONSTRAINT", "SAMPLERS", "SearchError", "learns_validity", "make_sampler",
+           "make_study"]
 
 SAMPLERS = ("tpe", "random", "cmaes", "nsga2", "motpe")
+CONSTRAINT = "valid"  # trial constraint: violations of an invalid point (> 0 is infeasible)
 
 
 class SearchError(AutoschedError):
@@ -25,7 +27,9 @@ def make_sampler(kind: str | BaseSampler, seed: int, *, multi_objective: bool = 
     ``tpe`` is multivariate grouped TPE with the constant liar (so one batch of asks spreads
     out); ``motpe`` is the same TPE, which handles several objectives (Optuna merged MOTPE
     into it); ``cmaes`` treats categorical parameters with a seeded random sampler and is
-    single-objective only; ``nsga2`` is the genetic multi-objective sampler.
+    single-objective only; ``nsga2`` is the genetic multi-objective sampler. TPE and NSGA-II
+    read trial constraints, so points the tuner tells as infeasible (constraint
+    :data:`CONSTRAINT`) teach them where the valid region is (:func:`learns_validity`).
     """
     if isinstance(kind, BaseSampler):
         return kind
@@ -47,6 +51,17 @@ def make_sampler(kind: str | BaseSampler, seed: int, *, multi_objective: bool = 
                 independent_sampler=optuna.samplers.RandomSampler(seed=seed))
     raise SearchError(f"unknown sampler {kind!r}; choose one of {', '.join(SAMPLERS)} "
                       "or pass an optuna sampler instance")
+
+
+def learns_validity(sampler: BaseSampler) -> bool:
+    """True for samplers that model the feasible region from trial constraints (TPE, NSGA-II).
+
+    The tuner tells such a sampler's invalid points ``COMPLETE`` with a violated constraint
+    and an infinite latency (constrained TPE never compares an infeasible trial's value;
+    for NSGA-II it is dominated anyway); every other sampler gets them as ``FAIL`` and
+    ignores them (CMA-ES would be misled by the infinite value).
+    """
+    return isinstance(sampler, optuna.samplers.TPESampler | optuna.samplers.NSGAIISampler)
 
 
 def make_study(sampler: BaseSampler, *, multi_objective: bool, storage: str | None = None,

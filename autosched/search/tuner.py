@@ -4,12 +4,14 @@ One :class:`TaskTuner` owns one workload on one hardware. Every measurement is c
 to the database as it lands and told to the study; a new tuner on the same database
 resumes where the last one stopped and never measures a schedule twice.
 
-Trials that Optuna asked but that were not measured this round are told ``FAIL`` with the
-user attribute ``skip`` naming why (``invalid``: outside the space's constraints or
-rejected by the code generator; ``duplicate``: already measured or already picked this
-round; ``unselected``: ranked out by the cost model). Samplers ignore failed trials, so a
-skipped point neither rewards nor penalises its region; a measured failure is told
-``FAIL`` with the user attribute ``error``.
+Trials that Optuna asked but that were not measured this round carry the user attribute
+``skip`` naming why (``invalid``: outside the space's constraints or rejected by the code
+generator; ``duplicate``: already measured or already picked this round; ``unselected``:
+ranked out by the cost model). They are told ``FAIL``, which samplers ignore, except
+invalid points asked by a constrained sampler: those are told as infeasible
+(:mod:`autosched.search.pool`), so TPE learns the valid region instead of wasting most
+of its asks outside it. A measured failure is told ``FAIL`` with the user attribute
+``error``.
 """
 
 from __future__ import annotations
@@ -20,24 +22,27 @@ import numpy as np
 import optuna
 from optuna.trial import TrialState
 
-from cost_models.base import Candidate, CostModel
+from cost_models.base import CostModel
 from search_spaces import Schedule, Workload
 from search_spaces.measurement import Measurement
 from sim import SIM_VERSION
-from sim.errors import AutoschedError, check
+from sim.errors import check
 from sim.hardware import Hardware
 
-from ..codegen.lowering import build, lowering_for
+from ..codegen.lowering import lowering_for
 from ..database import Database, open_database
 from ..measure import MeasureInput, Runner
+from .pool import CandidatePool
+from .ranking import select
 from .study import SearchError, make_sampler, make_study
 from .training import TrainingSet
 
 __all__ = ["TaskTuner"]
 
-ASK_FACTOR = 16  # candidates asked per measurement slot when a cost model ranks them
-MAX_ASKS = 512  # upper bound on asks per round
-ENUM_LIMIT = 20_000  # spaces up to this size are enumerated to fill a round and detect the end
+ASK_FACTOR = 4  # sampler asks per measurement slot (an ask costs O(trials): keep it small)
+MAX_ASKS = 256  # upper bound on asks per round
+WANT_FACTOR = 16  # valid proposals wanted per measurement slot when a cost model ranks them
+EXTRA_FACTOR = 16  # random unmeasured valid points per slot joining the ranked proposals
 
 
 class TaskTuner:
@@ -63,9 +68,8 @@ class TaskTuner:
         self.measurements: list[Measurement] = []
         self.history: list[float] = []
         self._by_key: dict[str, Measurement] = {}
-        self._invalid: set[str] = set()
-        self._pending: dict[str, tuple[dict, list[optuna.trial.Trial], Candidate | None]] = {}
-        self._valid: list[dict] | None = None
+        self.pool = CandidatePool(self.study, workload, self.space, hw,
+                                  n_objectives=2 if multi_objective else 1)
         self.exhausted = False
         self._resume()
         self.default = Schedule.of(self.space, self.lowering.default(workload, hw))
@@ -127,121 +131,67 @@ class TaskTuner:
                     values=self._values(m) if m.ok else None,
                     state=TrialState.COMPLETE if m.ok else TrialState.FAIL,
                     user_attrs={} if m.ok else {"error": m.error}))
-            if self.cost_model is not None and (cand := self._candidate(point)) is not None:
+            if self.cost_model is not None and (cand := self.pool.candidate(point)) is not None:
                 self.training.add(cand, m.latency_ns)
 
     # ----------------------------------------------------------------- one round
-    def _candidate(self, point: dict) -> Candidate | None:
-        """The lowered candidate of a valid point, or None if the code generator rejects it."""
-        try:
-            program = build(self.workload, point, self.hw).program
-        except AutoschedError:
-            return None
-        return Candidate(self.workload, self.space, tuple(sorted(point.items())), self.hw,
-                         program)
-
-    def _skip(self, trial: optuna.trial.Trial, why: str) -> None:
-        trial.set_user_attr("skip", why)
-        self.study.tell(trial, state=TrialState.FAIL)
-
-    def _consider(self, trial: optuna.trial.Trial, point: dict) -> None:
-        key = Schedule.of(self.space, point).key
-        if key in self._by_key or key in self._pending:
-            self._skip(trial, "duplicate")
-        elif key in self._invalid or self.space.validate(point):
-            self._invalid.add(key)
-            self._skip(trial, "invalid")
-        elif self.cost_model is None:
-            self._pending[key] = (point, [trial], None)
-        elif (cand := self._candidate(point)) is None:
-            self._invalid.add(key)
-            self._skip(trial, "invalid")
-        else:
-            self._pending[key] = (point, [trial], cand)
-
-    def _fill(self, want: int) -> None:
-        """Top the round up with unmeasured points when the sampler keeps repeating itself."""
-        if self._valid is None and self.space.size() <= ENUM_LIMIT:
-            self._valid = list(self.space.enumerate())
-        rng = np.random.default_rng([self.seed, self.measured, len(self._pending)])
-        if self._valid is not None:
-            taken = self._by_key.keys() | self._pending.keys() | self._invalid
-            pool = [p for p in self._valid if Schedule.of(self.space, p).key not in taken]
-            order = rng.permutation(len(pool))[: want - len(self._pending)]
-            extra = [pool[i] for i in order]
-        else:
-            try:
-                extra = self.space.sample(rng, want - len(self._pending))
-            except AutoschedError:
-                extra = []  # constraints reject nearly every draw: keep what the sampler gave
-        for p in extra:
-            self.study.enqueue_trial(p)
-            trial = self.study.ask()
-            self._consider(trial, self.space.suggest(trial))
-
     def propose(self, n_measure: int, n_explore: int = 2) -> list[MeasureInput]:
         """Up to ``n_measure`` distinct unmeasured valid schedules to measure next.
 
-        Without a cost model: the first ones the sampler asks. With one: ``ASK_FACTOR``
-        times as many are asked and built, the model's top ``n_measure - n_explore`` plus
-        ``n_explore`` random others are kept (the enqueued default is always kept). An
-        empty list means the space is exhausted. Call :meth:`record` with the results.
+        Without a cost model: the first valid ones the sampler asks (topped up with random
+        valid points when it keeps repeating itself). With one: up to ``ASK_FACTOR`` asks
+        per slot are lowered, ``EXTRA_FACTOR`` random unmeasured valid points per slot
+        join them, and the model's top ``n_measure - n_explore`` plus ``n_explore``
+        random others are kept. The enqueued default is always kept. An empty list means
+        the space is exhausted. Call :meth:`record` with the results.
         """
         if n_measure < 1 or n_explore < 0:
             raise SearchError(f"need n_measure >= 1 and n_explore >= 0, got {n_measure}, "
                               f"{n_explore}")
-        check(not self._pending, "record() the previous proposal before proposing again")
+        check(not self.pool.pending, "record() the previous proposal before proposing again")
         if self.exhausted:
             return []
-        pool = n_measure if self.cost_model is None else min(ASK_FACTOR * n_measure, MAX_ASKS)
-        for _ in range(min(4 * pool + 32, MAX_ASKS)):
-            if len(self._pending) >= pool:
+        ranked = self.cost_model is not None
+        want = WANT_FACTOR * n_measure if ranked else n_measure
+        for _ in range(min(ASK_FACTOR * n_measure + 32, MAX_ASKS)):
+            if len(self.pool.pending) >= want:
                 break
             trial = self.study.ask()
-            self._consider(trial, self.space.suggest(trial))
-        if len(self._pending) < n_measure:
-            self._fill(n_measure)
-        keys = self._select(n_measure, n_explore)
-        if not keys:
+            self.pool.consider(trial, self.space.suggest(trial), self._by_key, build_it=ranked)
+        rng = np.random.default_rng([self.seed, self.measured, 2])
+        extra = EXTRA_FACTOR * n_measure if ranked else n_measure - len(self.pool.pending)
+        for p in self.pool.unmeasured(rng, extra, self._by_key):
+            self.pool.add_extra(p, build_it=ranked)
+        keys = list(self.pool.pending)
+        cands = [self.pool.pending[k].candidate for k in keys]
+        chosen = select(keys, cands, self.cost_model, n_measure, n_explore,
+                        first=[self.default.key],
+                        rng=np.random.default_rng([self.seed, self.measured, 1]))
+        if not chosen:
             self.exhausted = True  # neither the sampler nor the fallback found a new point
-        for key in [k for k in self._pending if k not in keys]:
-            for t in self._pending.pop(key)[1]:
-                self._skip(t, "unselected")
-        return [MeasureInput(self.workload, Schedule.of(self.space, self._pending[k][0]),
-                             self.hw) for k in keys]
-
-    def _select(self, n_measure: int, n_explore: int) -> list[str]:
-        keys = list(self._pending)
-        if self.cost_model is None or len(keys) <= n_measure:
-            return keys[:n_measure]
-        first = [k for k in keys if k == self.default.key]
-        rest = [k for k in keys if k != self.default.key]
-        scores = self.cost_model.predict([self._pending[k][2] for k in rest])
-        ranked = [rest[i] for i in np.argsort(np.asarray(scores, dtype=float), kind="stable")]
-        n_top = max(n_measure - len(first) - n_explore, 0)
-        top, others = ranked[:n_top], ranked[n_top:]
-        rng = np.random.default_rng([self.seed, self.measured, 1])
-        n_rand = min(n_measure - len(first) - len(top), len(others))
-        explore = [others[i] for i in sorted(rng.choice(len(others), n_rand, replace=False))]
-        return first + top + explore
+        self.pool.drop([k for k in keys if k not in chosen])
+        for k in chosen:
+            self.pool.trials_of(k)
+        return [MeasureInput(self.workload, Schedule.of(self.space, self.pool.pending[k].point),
+                             self.hw) for k in chosen]
 
     def record(self, measurements: list[Measurement]) -> None:
         """Commit each measurement, then tell the study, then refit the cost model."""
-        check(len(measurements) == len(self._pending),
-              f"record() got {len(measurements)} measurements for {len(self._pending)} "
+        check(len(measurements) == len(self.pool.pending),
+              f"record() got {len(measurements)} measurements for {len(self.pool.pending)} "
               "proposed schedules")
         for m in measurements:
-            point, trials, cand = self._pending.pop(m.schedule.key)
+            entry = self.pool.pending.pop(m.schedule.key)
             self.db.commit(m)
             self._note(m)
-            for t in trials:
+            for t in entry.trials:
                 if m.ok:
                     self.study.tell(t, self._values(m))
                 else:
                     t.set_user_attr("error", m.error)
                     self.study.tell(t, state=TrialState.FAIL)
-            if cand is not None:
-                self.training.add(cand, m.latency_ns)
+            if entry.candidate is not None:
+                self.training.add(entry.candidate, m.latency_ns)
         if self.cost_model is not None and measurements:
             self.training.refit(self.cost_model)
 

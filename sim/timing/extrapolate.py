@@ -12,8 +12,9 @@ and recorded per phase: ``extra`` cycles beyond ``c`` spans and counter deltas b
 ``c`` periods' deltas. The state and the phase determine the crossing, so a recorded
 phase is replayed exactly: whole refresh intervals are then skipped at once (``CHUNK``
 crossings at most, then one is simulated again). A phase never seen is simulated, except
-when the loop already knows ``MIN_SAMPLES`` phases and a refresh interval spans at least
-``APPROX_SPANS`` periods: then the sample of the nearest phase is charged, the one
+when the loop already knows ``MIN_SAMPLES`` phases, a refresh interval spans at least
+``APPROX_SPANS`` periods and tREFI is at least ``MIN_DUTY_RATIO`` x tRFC: then the sample
+of the nearest phase is charged, the one
 approximation (command counts stay exact; latency, energy, row hits/misses and refresh
 count move by the penalty's variation between neighbouring phases, a small fraction of a
 refresh interval). What a loop learnt is kept per stream and compiled loop body, so the
@@ -31,6 +32,7 @@ __all__ = ["APPROX_SPANS", "CHUNK", "MAX_PERIOD", "MIN_SAMPLES", "run_loop"]
 MAX_PERIOD = 4
 MIN_SAMPLES = 8  # phases simulated before an unseen phase is charged its nearest sample
 APPROX_SPANS = 16  # ... and only if a refresh interval spans this many periods
+MIN_DUTY_RATIO = 8  # ... and tREFI is at least this many tRFC
 MIN_CROSSINGS = 2  # a skip across refreshes covers at least this many
 CHUNK = 64  # at most this many crossings per skip; then one is simulated again
 
@@ -136,7 +138,9 @@ def _skip_crossings(st, lrn: Learnt, i: int, count: int) -> int:
     span, p, trefi = lrn.span, lrn.p, st.trefi
     x, due, left = st.now(), st.bound(), (count - i) // p
     used, crossings, extra = 0, 0, [0] * len(st.ctr)
-    approx = trefi >= APPROX_SPANS * span
+    # a crossing's cost varies with its phase by up to about tRFC: charge a neighbour's
+    # only where that is a small part of an interval (tREFI/tRFC is 11 on HBM2, 14 on AiM)
+    approx = trefi >= APPROX_SPANS * span and trefi >= MIN_DUTY_RATIO * st.trfc
     while crossings < CHUNK:
         m = max(0, (due - 1 - x) // span)
         got = lrn.sample(due - x - m * span, approx)
