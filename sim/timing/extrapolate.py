@@ -11,14 +11,9 @@ Refresh crossings: from ``S`` just before a refresh, at phase ``phi`` = due - no
 and recorded per phase: ``extra`` cycles beyond ``c`` spans and counter deltas beyond
 ``c`` periods' deltas. The state and the phase determine the crossing, so a recorded
 phase is replayed exactly: whole refresh intervals are then skipped at once (``CHUNK``
-crossings at most, then one is simulated again). A phase never seen is simulated, except
-when the loop already knows ``MIN_SAMPLES`` phases, a refresh interval spans at least
-``APPROX_SPANS`` periods and tREFI is at least ``MIN_DUTY_RATIO`` x tRFC: then the sample
-of the nearest phase is charged, the one
-approximation (command counts stay exact; latency, energy, row hits/misses and refresh
-count move by the penalty's variation between neighbouring phases, a small fraction of a
-refresh interval). What a loop learnt is kept per stream and compiled loop body, so the
-next run of an equal loop starts with it.
+crossings at most, then one is simulated again). A phase never seen is simulated, so
+the extrapolated run equals the unrolled one. What a loop learnt is kept per stream and
+compiled loop body, so the next run of an equal loop starts with it.
 """
 
 from __future__ import annotations
@@ -27,12 +22,9 @@ from collections.abc import Callable
 
 from .stats import C
 
-__all__ = ["APPROX_SPANS", "CHUNK", "MAX_PERIOD", "MIN_SAMPLES", "run_loop"]
+__all__ = ["CHUNK", "MAX_PERIOD", "run_loop"]
 
 MAX_PERIOD = 4
-MIN_SAMPLES = 8  # phases simulated before an unseen phase is charged its nearest sample
-APPROX_SPANS = 16  # ... and only if a refresh interval spans this many periods
-MIN_DUTY_RATIO = 8  # ... and tREFI is at least this many tRFC
 MIN_CROSSINGS = 2  # a skip across refreshes covers at least this many
 CHUNK = 64  # at most this many crossings per skip; then one is simulated again
 
@@ -45,12 +37,9 @@ class Learnt:
         self.samples: dict[int, tuple[int, int, list]] = {}  # phi -> (c, extra, ctr delta)
         self.anchor: tuple | None = None  # (i, now, due, ctr) at S before a crossing
 
-    def sample(self, phi: int, approx: bool) -> tuple[int, int, list] | None:
-        """The crossing at phase ``phi``: recorded, else (``approx``) the nearest one."""
-        got = self.samples.get(phi)
-        if got is None and approx and len(self.samples) >= MIN_SAMPLES:
-            got = self.samples[min(self.samples, key=lambda q: abs(q - phi))]
-        return got
+    def sample(self, phi: int) -> tuple[int, int, list] | None:
+        """The crossing recorded at phase ``phi``, if any."""
+        return self.samples.get(phi)
 
 
 def run_loop(st, env: dict, a: tuple, run: Callable) -> None:
@@ -134,16 +123,13 @@ def _at_periodic_state(st, lrn: Learnt, i: int, count: int) -> int:
 
 
 def _skip_crossings(st, lrn: Learnt, i: int, count: int) -> int:
-    """Skip whole refresh intervals, each crossing charged with its nearest-phase sample."""
+    """Skip whole refresh intervals while every crossing's phase has been recorded."""
     span, p, trefi = lrn.span, lrn.p, st.trefi
     x, due, left = st.now(), st.bound(), (count - i) // p
     used, crossings, extra = 0, 0, [0] * len(st.ctr)
-    # a crossing's cost varies with its phase by up to about tRFC: charge a neighbour's
-    # only where that is a small part of an interval (tREFI/tRFC is 11 on HBM2, 14 on AiM)
-    approx = trefi >= APPROX_SPANS * span and trefi >= MIN_DUTY_RATIO * st.trfc
     while crossings < CHUNK:
         m = max(0, (due - 1 - x) // span)
-        got = lrn.sample(due - x - m * span, approx)
+        got = lrn.sample(due - x - m * span)
         if got is None:
             break
         c, e, d = got

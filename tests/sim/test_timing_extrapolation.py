@@ -147,12 +147,9 @@ def loop_programs(draw):
 @settings(max_examples=40, deadline=None)
 @given(p=loop_programs(), trefi=st.sampled_from([300, 1000, 100000]))
 def test_random_loop_nests_agree(p, trefi):
-    # Exact while no refresh crossing is extrapolated; with frequent refresh the learnt
-    # crossing penalty applies and the agreement is the documented 0.5 %.
-    if trefi == 100000:
-        agree(p, easy_hw(timing__trefi=trefi), rel=1e-9)
-    else:
-        agree(p, easy_hw(timing__trefi=trefi), exact=False)
+    # Recorded refresh crossings are replayed exactly, so even with frequent refresh the
+    # extrapolated run equals the unrolled one.
+    agree(p, easy_hw(timing__trefi=trefi), rel=1e-9)
 
 
 if __name__ == "__main__":

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import pytest
 
-import sim.timing.extrapolate as xp
 from sim.bound import bound
 from sim.hardware import Hardware
 from sim.hwio import load_hardware
@@ -57,18 +56,17 @@ def test_long_gemv_across_many_refreshes(preset, mac_calls):
     full = simulate(p, hw, extrapolate=False)
     assert full.refreshes >= 50 * hw.org.channels
     assert fast.commands == full.commands and fast.commands["mac"] > 0
-    assert fast.latency_ns == pytest.approx(full.latency_ns, rel=0.005)
-    assert fast.energy_pj == pytest.approx(full.energy_pj, rel=0.005)
-    assert fast.refreshes == pytest.approx(full.refreshes, rel=0.005)
+    assert fast.latency_ns == pytest.approx(full.latency_ns, rel=1e-12)
+    assert fast.energy_pj == pytest.approx(full.energy_pj, rel=1e-12)
+    assert fast.refreshes == full.refreshes
     assert fast.latency_ns >= bound(p, hw).ns
     assert len(mac_calls) - simulated == 4000  # unrolled: every Mac
     assert simulated * 50 < 4000  # extrapolated: far fewer than it counts
 
 
-def test_recorded_phases_replay_exactly(monkeypatch, mac_calls):
-    # Without the nearest-phase approximation only recorded crossings are skipped:
-    # the result is exact and still much cheaper than unrolling.
-    monkeypatch.setattr(xp, "APPROX_SPANS", 10**9)
+def test_recorded_phases_replay_exactly(mac_calls):
+    # Only recorded crossings are skipped: the result is exact and still much cheaper
+    # than unrolling.
     hw = easy_hw(timing__trefi=700)
     body = Loop("i", 3000, (Act(0, 1, 0), Mac(0, 1, 0, 4, 0, 0), Pre(0, 1)))
     fast = simulate(prog(pim(body)), hw)
