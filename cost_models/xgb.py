@@ -21,6 +21,7 @@ Saved as XGBoost UBJSON/JSON (``Booster.save_model``) plus ``<stem>.meta.json``.
 
 from __future__ import annotations
 
+import abc
 import json
 from collections.abc import Sequence
 from pathlib import Path
@@ -85,8 +86,9 @@ class _XGBModel(CostModel):
                 "colsample_bytree": 0.9, "min_child_weight": 1.0, "verbosity": 0,
                 **self.objective}
 
+    @abc.abstractmethod
     def _dmatrix(self, x: np.ndarray, y: np.ndarray, groups: list[str]) -> xgb.DMatrix | None:
-        raise NotImplementedError
+        """The training matrix with this model's labels (and groups), None if too small."""
 
     def fit(self, candidates: Sequence[Candidate], latencies_ns: Sequence[float]) -> None:
         if len(candidates) != len(latencies_ns):
@@ -111,9 +113,9 @@ class _XGBModel(CostModel):
                                  xgb_model=base)
         self.n_train = int(ok.sum())
 
+    @abc.abstractmethod
     def _raw(self, x: np.ndarray) -> np.ndarray:
         """Lower is faster: predicted log2 latency, or minus the ranking score."""
-        raise NotImplementedError
 
     def predict(self, candidates: Sequence[Candidate]) -> np.ndarray:
         return self.predict_features(featurize(list(candidates)))

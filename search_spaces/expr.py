@@ -8,6 +8,7 @@ count as 0 and 1.
 
 from __future__ import annotations
 
+import abc
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,16 +36,16 @@ def lift(x: Expr | int) -> Expr:
     raise SpaceError(f"constraint operands must be Expr or int, got {x!r}")
 
 
-class Expr:
+class Expr(abc.ABC):
     """Base of expression nodes; arithmetic operators build :class:`BinOp` nodes."""
 
+    @abc.abstractmethod
     def eval(self, env: dict[str, Any]) -> int:
         """Value under ``env`` (parameter name -> value); ZeroDivisionError propagates."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def vars(self) -> frozenset[str]:
         """Names of the parameters the expression reads."""
-        raise NotImplementedError
 
     def __add__(self, o: Expr | int) -> BinOp:
         return BinOp("+", self, lift(o))
