@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from sim.hardware import DTYPE_BYTES, Hardware
 from sim.host_ops import cost
 from sim.isa import Act, Ew, HostOp, Mac, RdAcc, RdBank, WrAcc, WrBank, WrGb
-from sim.program import Loop, Node, Program
+from sim.program import Node, Program, walk
 
 __all__ = ["ProgramStats", "program_stats"]
 
@@ -60,19 +60,15 @@ class _Channel:
         self.acts = [0.0] * nb
         self.bcols = [0.0] * nb
 
-    def banks(self, bank: int, step: int) -> range:
-        return range(bank, bank + 1) if step == 0 else range(bank, self.hw.org.banks_per_channel,
-                                                             step)
-
     def visit(self, ins: Node, mult: int) -> None:
         hw = self.hw
         ncols = getattr(ins, "ncols", 1)
         self.cmds += mult * (ncols if isinstance(ins, Mac | RdBank | WrBank) else 1)
         if isinstance(ins, Act):
-            for b in self.banks(ins.bank, ins.step):
+            for b in hw.bank_targets(ins.bank, ins.step):
                 self.acts[b] += mult
         elif isinstance(ins, Mac | Ew | WrAcc | RdBank | WrBank):
-            banks = self.banks(ins.bank, getattr(ins, "step", 0))
+            banks = hw.bank_targets(ins.bank, getattr(ins, "step", 0))
             cols = mult * ncols
             self.cols += cols
             for g in {b // hw.banks_per_group for b in banks}:
@@ -91,17 +87,9 @@ class _Channel:
             self.gbw += mult
             self.gbb += mult * ins.src.size * hw.elem_bytes
         elif isinstance(ins, RdAcc):
-            units = len({b // hw.pim.banks_per_unit for b in self.banks(ins.bank, ins.step)})
+            units = len({b // hw.pim.banks_per_unit for b in hw.bank_targets(ins.bank, ins.step)})
             regs = units * ins.nregs * hw.pim.register_lanes
             self.accb += mult * regs * DTYPE_BYTES[hw.pim.accum_dtype]
-
-
-def _walk(body: tuple[Node, ...], mult: int, visit) -> None:
-    for n in body:
-        if isinstance(n, Loop):
-            _walk(n.body, mult * n.count, visit)
-        else:
-            visit(n, mult)
 
 
 def program_stats(program: Program, hw: Hardware) -> ProgramStats:
@@ -118,10 +106,10 @@ def program_stats(program: Program, hw: Hardware) -> ProgramStats:
 
     for s in program.streams:
         if s.engine == "host":
-            _walk(s.body, 1, host)
+            walk(s.body, host)
             continue
         c = _Channel(hw)
-        _walk(s.body, 1, c.visit)
+        walk(s.body, c.visit)
         nch = len(s.channels)
         st.channels += nch
         st.pim_streams += 1

@@ -26,27 +26,24 @@ from pathlib import Path
 
 import numpy as np
 
-from autosched.codegen.lowering import build, lowering_for
-from autosched.database import open_database
 from autosched.measure import MeasureInput, Runner, measure_one
 from autosched.search import TaskTuner
-from cost_models import (
-    FEATURE_NAMES,
-    FEATURE_VERSION,
-    Candidate,
-    XGBRegressionModel,
-    evaluate,
-    featurize,
-    pretrained,
+from cost_models import pretrained
+from experiments.bench_search_data import (  # noqa: F401 (re-exported for the notebooks)
+    CACHE,
+    Case,
+    CaseData,
+    _rows,
+    bench_cases,
+    case_data,
+    cost_model_eval,
+    heldout,
 )
-from search_spaces import Schedule, Workload
+from search_spaces import Workload
 from search_spaces.measurement import Measurement
-from sim import SIM_VERSION
-from sim.errors import AutoschedError
 from sim.hardware import Hardware
 from sim.hwio import load_hardware
 
-CACHE = Path(__file__).parent / ".cache"
 STRATEGIES = ("random", "tpe", "autosched")
 CHECKPOINTS = (16, 32, 64, 128)
 THRESHOLDS = (1.05, 1.01)
@@ -73,152 +70,6 @@ class Config:
             base = cls(("llama-tiny", "llama2-7b", "llama3-8b"), ("hbm-pim", "aim-gddr6"),
                        ("square", "down", "attention"), 5, 128, workers)
         return replace(base, **{k: v for k, v in override.items() if v is not None})
-
-
-# ----------------------------------------------------------------- cases and exhaustive data
-@dataclass(frozen=True)
-class Case:
-    """One workload (its role in ``model``'s decode step) on one preset."""
-
-    model: str
-    role: str
-    preset: str
-    workload: Workload
-
-    @property
-    def label(self) -> str:
-        return f"{self.model}/{self.role}@{self.preset}"
-
-
-@dataclass
-class CaseData:
-    """Every valid point of a case measured: table by schedule key, features, latencies."""
-
-    case: Case
-    table: dict[str, Measurement]
-    x: np.ndarray
-    y: np.ndarray
-    sim_s_per_point: float
-    default_ns: float
-
-    @property
-    def optimum(self) -> float:
-        return float(np.min(self.y))
-
-
-def bench_cases(models: Sequence[str], presets: Sequence[str], roles: Sequence[str]
-                ) -> list[Case]:
-    """square: the first GEMV with n == k; down: the GEMV with the largest k; attention."""
-    from autosched.frontend import capture, tasks
-
-    out = []
-    for model in models:
-        ws = [t.workload for t in tasks(capture(model, phase="decode"))]
-        gemvs = [w for w in ws if w.op == "gemv"]
-        pick = {"square": next(w for w in gemvs if w.dims["n"] == w.dims["k"]),
-                "down": max(gemvs, key=lambda w: (w.dims["k"], -w.dims["n"])),
-                "attention": next(w for w in ws if w.op == "attention")}
-        out += [Case(model, r, p, pick[r]) for p in presets for r in roles]
-    return out
-
-
-def _exhaust(job: tuple[dict, dict, list[dict]]) -> list[tuple[Measurement, np.ndarray]]:
-    """Worker: measure and featurize points (a failed build gives zero features)."""
-    wd, hwd, points = job
-    w, hw = Workload.from_dict(wd), load_hardware(hwd)
-    space = lowering_for(w).space(w, hw)
-    out = []
-    for p in points:
-        m = measure_one(MeasureInput(w, Schedule.of(space, p), hw))
-        try:
-            prog = build(w, p, hw).program
-            f = featurize([Candidate(w, space, tuple(sorted(p.items())), hw, prog)])[0]
-        except AutoschedError:
-            f = np.zeros(len(FEATURE_NAMES))
-        out.append((m, f))
-    return out
-
-
-def case_data(case: Case, pool: ProcessPoolExecutor, workers: int, cache: Path,
-              quiet: bool = False) -> CaseData:
-    """Measure every valid point of ``case`` once; later calls read the cache."""
-    w, hw = case.workload, load_hardware(case.preset)
-    low = lowering_for(w)
-    space = low.space(w, hw)
-    cache.mkdir(parents=True, exist_ok=True)
-    (cache / ".gitignore").write_text("*\n")
-    stem = cache / f"{w.digest}-{hw.fingerprint[:16]}-sim{SIM_VERSION}-f{FEATURE_VERSION}"
-    db = open_database(cache / "exhaustive.db")
-    try:
-        if not stem.with_suffix(".npz").exists():
-            t0 = time.perf_counter()
-            pts = list(space.enumerate())
-            jobs = [(w.to_dict(), hw.to_dict(), pts[i:i + 64]) for i in range(0, len(pts), 64)]
-            done = [r for chunk in pool.map(_exhaust, jobs) for r in chunk]
-            db.commit_many([m for m, _ in done])
-            per = (time.perf_counter() - t0) * workers / max(len(pts), 1)
-            np.savez(stem.with_suffix(".npz"), keys=np.array([m.schedule.key for m, _ in done]),
-                     x=np.stack([f for _, f in done]), s_per_point=per)
-            if not quiet:
-                print(f"  exhaustive {case.label}: {len(pts)} points in "
-                      f"{time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
-        z = np.load(stem.with_suffix(".npz"))
-        recs = {m.schedule.key: m for m in db.records(
-            workload=w, hw_fingerprint=hw.fingerprint, space=space.name,
-            space_version=space.version) if m.sim_version == SIM_VERSION}
-    finally:
-        db.close()
-    keys = [str(k) for k in z["keys"]]
-    table = {k: recs[k] for k in keys}
-    default = table.get(Schedule.of(space, low.default(w, hw)).key)
-    return CaseData(case, table, z["x"], np.array([table[k].latency_ns for k in keys]),
-                    float(z["s_per_point"]), default.latency_ns if default else float("nan"))
-
-
-# ----------------------------------------------------------------- cost model accuracy
-def _rows(data: Sequence[CaseData], n: int = 800, seed: int = 0
-          ) -> list[tuple[CaseData, np.ndarray, np.ndarray]]:
-    """Per case up to ``n`` measured points (fixed subsample): (data, features, latencies)."""
-    rng = np.random.default_rng(seed)
-    out = []
-    for d in data:
-        ok = np.flatnonzero(np.isfinite(d.y))
-        sel = np.sort(rng.choice(ok, min(n, len(ok)), replace=False))
-        out.append((d, d.x[sel], d.y[sel]))
-    return out
-
-
-def heldout(data: Sequence[CaseData], by: str, seed: int = 0
-            ) -> tuple[float, dict[str, tuple[np.ndarray, np.ndarray]]]:
-    """Mean pairwise accuracy of a fresh XGBoost model over folds that hold out one
-    workload (``by="workload"``) or one preset (``by="hardware"``); with per-case
-    (measured, predicted) of the held-out folds."""
-    rows = _rows(data, seed=seed)
-    fold = (lambda d: d.case.workload.key) if by == "workload" else (lambda d: d.case.preset)
-    scores, preds = [], {}
-    for f in dict.fromkeys(fold(d) for d, _, _ in rows):
-        tr = [r for r in rows if fold(r[0]) != f]
-        te = [r for r in rows if fold(r[0]) == f]
-        if not tr:
-            continue
-        model = XGBRegressionModel(seed=seed)
-        model.fit_features(np.concatenate([r[1] for r in tr]), np.concatenate([r[2] for r in tr]),
-                           [r[0].case.label for r in tr for _ in r[2]])
-        for d, x, y in te:
-            p = model.predict_features(x)
-            preds[d.case.label] = (y, p)
-            scores.append(evaluate([d.case.label] * len(y), y, p)["pairwise"])
-    return (float(np.mean(scores)) if scores else float("nan")), preds
-
-
-def cost_model_eval(data: Sequence[CaseData]) -> dict[str, float]:
-    """Pairwise ranking accuracy: held-out workloads, held-out hardware, the pretrained model."""
-    pre = pretrained()
-    rows = _rows(data)
-    return {"pairwise_heldout_workloads": heldout(data, "workload")[0],
-            "pairwise_heldout_hardware": heldout(data, "hardware")[0],
-            "pairwise_pretrained": float(np.mean([evaluate(
-                [0] * len(y), y, pre.predict_features(x))["pairwise"] for _, x, y in rows]))}
 
 
 # ----------------------------------------------------------------- searches

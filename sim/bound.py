@@ -16,7 +16,7 @@ from .hardware import DTYPE_BYTES, Hardware
 from .host_ops import cost
 from .hwio import load_hardware
 from .isa import Ew, HostOp, Mac, RdAcc, RdBank, WrAcc, WrBank, WrGb
-from .program import Loop, Node, Program, Stream
+from .program import Program, Stream, walk
 
 __all__ = ["Bound", "bound", "host_op_ns"]
 
@@ -50,16 +50,12 @@ class _PimWork:
         self.unit_cols = [0] * hw.units_per_channel
         self.bus_bytes = 0.0
 
-    def banks(self, bank: int, step: int) -> range:
-        n = self.hw.org.banks_per_channel
-        return range(bank, bank + 1) if step == 0 else range(bank, n, step)
-
     def add(self, ins: object, mult: int) -> None:
         hw = self.hw
         ncols = getattr(ins, "ncols", 1)
         self.commands += mult * (ncols if isinstance(ins, Mac | RdBank | WrBank) else 1)
         if isinstance(ins, Mac | Ew | WrAcc | RdBank | WrBank):
-            banks = self.banks(ins.bank, getattr(ins, "step", 0))
+            banks = hw.bank_targets(ins.bank, getattr(ins, "step", 0))
             cols = mult * ncols
             self.columns += cols
             for g in {b // hw.banks_per_group for b in banks}:
@@ -70,7 +66,7 @@ class _PimWork:
         if isinstance(ins, WrGb):
             self.bus_bytes += mult * ins.src.size * hw.elem_bytes
         elif isinstance(ins, RdAcc):
-            units = len({b // hw.pim.banks_per_unit for b in self.banks(ins.bank, ins.step)})
+            units = len({b // hw.pim.banks_per_unit for b in hw.bank_targets(ins.bank, ins.step)})
             regs = units * ins.nregs * hw.pim.register_lanes
             self.bus_bytes += mult * regs * DTYPE_BYTES[hw.pim.accum_dtype]
         elif isinstance(ins, RdBank | WrBank):
@@ -88,14 +84,6 @@ class _PimWork:
         }
 
 
-def _walk(body: tuple[Node, ...], mult: int, visit) -> None:
-    for n in body:
-        if isinstance(n, Loop):
-            _walk(n.body, mult * n.count, visit)
-        else:
-            visit(n, mult)
-
-
 def _stream_resources(s: Stream, hw: Hardware, dtypes: dict[str, str]) -> dict[str, float]:
     if s.engine == "host":
         total = [0.0]
@@ -104,10 +92,10 @@ def _stream_resources(s: Stream, hw: Hardware, dtypes: dict[str, str]) -> dict[s
             if isinstance(n, HostOp):
                 total[0] += mult * host_op_ns(n, hw, dtypes)
 
-        _walk(s.body, 1, visit)
+        walk(s.body, visit)
         return {"host": total[0]}
     work = _PimWork(hw)
-    _walk(s.body, 1, work.add)
+    walk(s.body, work.add)
     return work.resources()
 
 

@@ -150,6 +150,12 @@ class Hardware:
     def banks_per_group(self) -> int:
         return self.org.banks_per_channel // self.org.bank_groups
 
+    def bank_targets(self, bank: int, step: int) -> range:
+        """The banks an instruction addresses: ``bank`` alone (``step == 0``) or
+        ``bank, bank + step, ...`` below ``banks_per_channel``."""
+        n = self.org.banks_per_channel
+        return range(bank, bank + 1) if step == 0 else range(bank, n, step)
+
     @property
     def gb_elems(self) -> int:
         return self.pim.global_buffer_bytes // self.elem_bytes

@@ -9,13 +9,14 @@ token has one producing stream. JSON round trip: ``Program.from_json(p.to_json()
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, fields
 from typing import Union
 
 from .errors import ProgramError
 from .isa import ALL_OPS, Affine, BufRef, Instr
 
-__all__ = ["Buffer", "Loop", "Node", "Program", "Stream"]
+__all__ = ["Buffer", "Loop", "Node", "Program", "Stream", "walk"]
 
 
 @dataclass(frozen=True)
@@ -115,6 +116,16 @@ class Program:
         from .asm import program_asm
 
         return program_asm(self)
+
+
+def walk(body: tuple[Node, ...], visit: Callable[[Instr, int], None], mult: int = 1) -> None:
+    """Call ``visit(instruction, times)`` for every instruction of ``body``, ``times`` being
+    the product of the enclosing loop counts."""
+    for n in body:
+        if isinstance(n, Loop):
+            walk(n.body, visit, mult * n.count)
+        else:
+            visit(n, mult)
 
 
 def _channels_out(chs: tuple[int, ...]) -> list | dict:

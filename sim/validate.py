@@ -170,7 +170,7 @@ class _Checker:
         if isinstance(ins, Mac):
             self.mac(ins)
         elif isinstance(ins, RdAcc):
-            units = len(range(bank, nbanks, step)) if step else 1
+            units = len(hw.bank_targets(bank, step))
             self.bufref(ins.dst, "dst", units * ins.nregs * p.register_lanes)
             self.per_channel(ins.dst, "dst")
         elif isinstance(ins, RdBank):

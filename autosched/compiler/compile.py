@@ -19,7 +19,7 @@ import numpy as np
 from autosched.codegen import Fragment, Linked, link
 from autosched.codegen.lowering import build, lowering_for
 from autosched.database import Database, open_database
-from autosched.frontend import LlamaModel, ModelConfig, OpGraph, OpNode
+from autosched.frontend import LlamaModel, ModelConfig, OpGraph, OpNode, get_model_config
 from autosched.fusion import TOKEN_IDS, FusedView, operands, output_width
 from autosched.lookup import LookupResult, lookup
 from search_spaces import Schedule, Workload
@@ -198,14 +198,12 @@ def compile_model(model: str | ModelConfig, hw: str | Hardware, *,
     """
     hw = load_hardware(hw)
     database = open_database(db) if db is not None else None
+    cfg = get_model_config(model)
     if fusion is None and database is not None and graph is None:
-        name = model.name if isinstance(model, ModelConfig) else model_graph(model)[0].name
-        fusion = database.plan(plan_key(name, phase, batch), hw.fingerprint)
+        fusion = database.plan(plan_key(cfg.name, phase, batch), hw.fingerprint)
     if graph is None:
-        cfg, graph = model_graph(model, phase=phase, batch=batch, context=context,
-                                 capacity=capacity, fusion=fusion)
-    else:
-        cfg = model if isinstance(model, ModelConfig) else model_graph(model)[0]
+        graph = model_graph(cfg, phase=phase, batch=batch, context=context, capacity=capacity,
+                            fusion=fusion)[1]
     b = _Builder(graph, hw, database, schedules, placement)
     for n in graph:
         b.add(n)

@@ -88,7 +88,7 @@ class _Ctx:
         nb = hw.org.banks_per_channel
         if not 0 <= bank < nb or step < 0:
             raise self.fail(ins, f"bank {bank} step {step} out of range (banks 0..{nb - 1})")
-        banks = (bank,) if step == 0 else tuple(range(bank, nb, step))
+        banks = tuple(hw.bank_targets(bank, step))
         groups = tuple(sorted({b // hw.banks_per_group for b in banks}))
         units = tuple(sorted({b // hw.pim.banks_per_unit for b in banks}))
         if per_unit and len(units) != len(banks):

@@ -3,6 +3,7 @@ random valid points join the ranked proposals."""
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 
@@ -73,11 +74,11 @@ class OnePoint(CostModel):
         return np.array([0.0 if c.point_dict == self.point else 1.0 for c in candidates])
 
     def save(self, path) -> None:
-        Path(path).write_text(self.name)
+        Path(path).write_text(json.dumps(self.point))
 
     @classmethod
     def load(cls, path) -> OnePoint:
-        raise NotImplementedError
+        return cls(json.loads(Path(path).read_text()))
 
 
 def test_random_valid_points_join_the_ranked_proposals(tmp_path: Path, runner: LocalRunner,
