@@ -1,6 +1,8 @@
 """One wiring point: turn a kind string, a file path or an instance into a cost model.
 
-Kinds: ``"xgb"`` (regression on log latency), ``"xgb-rank"`` (LambdaMART per task),
+Kinds: ``"xgb"`` (regression on log latency, starting from the shipped pretrained trees:
+the transfer a new task gets; from scratch when no compatible shipped model exists),
+``"xgb-scratch"`` (the same regression from scratch), ``"xgb-rank"`` (pairwise ranker per task),
 ``"bound"`` (analytical bound), ``"random"`` (seeded), ``"none"`` (all scores 0),
 ``"pretrained"`` or ``"pretrained:<name>"`` (a model shipped in ``cost_models/pretrained``),
 or the path of a file written by any model's ``save``.
@@ -22,7 +24,7 @@ PRETRAINED_DIR = Path(__file__).parent / "pretrained"
 _CLASSES: dict[str, type[CostModel]] = {
     c.name: c for c in (XGBRegressionModel, XGBRankModel, BoundModel, RandomModel, ConstantModel)
 }
-KINDS: tuple[str, ...] = (*_CLASSES, "pretrained")
+KINDS: tuple[str, ...] = (*_CLASSES, "xgb-scratch", "pretrained")
 
 
 def load_cost_model(path: str | Path) -> CostModel:
@@ -54,6 +56,19 @@ def pretrained(name: str = "default") -> CostModel:
     return load_cost_model(path)
 
 
+def _transfer(seed: int) -> XGBRegressionModel:
+    """The shipped regression model as the base of later fits, reseeded; a fresh model when
+    none is shipped or it was trained on other features."""
+    try:
+        model = pretrained()
+    except CostModelError:
+        return XGBRegressionModel(seed=seed)
+    if not isinstance(model, XGBRegressionModel):
+        return XGBRegressionModel(seed=seed)
+    model.params["seed"] = int(seed)
+    return model
+
+
 def make_cost_model(kind: str | Path | CostModel = "xgb", *, seed: int = 0) -> CostModel:
     """A cost model from a kind, a saved file, or an instance (returned unchanged)."""
     if isinstance(kind, CostModel):
@@ -63,8 +78,10 @@ def make_cost_model(kind: str | Path | CostModel = "xgb", *, seed: int = 0) -> C
     if not isinstance(kind, str):
         raise CostModelError(f"cost model must be a kind string, a path or a CostModel, "
                              f"got {type(kind).__name__}")
-    if kind in ("xgb", "xgb-rank"):
-        return _CLASSES[kind](seed=seed)
+    if kind == "xgb":
+        return _transfer(seed)
+    if kind in ("xgb-scratch", "xgb-rank"):
+        return _CLASSES[kind.replace("-scratch", "")](seed=seed)
     if kind == "random":
         return RandomModel(seed=seed)
     if kind in ("bound", "none"):

@@ -113,6 +113,13 @@ class _XGBModel(CostModel):
                                  xgb_model=base)
         self.n_train = int(ok.sum())
 
+    def freeze(self) -> None:
+        """Make the current trees the base: later fits add to them, as after :meth:`load`
+        (how a model trained on other tasks becomes a transfer model)."""
+        if self.booster is None:
+            raise CostModelError(f"{self.name} model has not been fitted: nothing to freeze")
+        self.base = self.booster
+
     @abc.abstractmethod
     def _raw(self, x: np.ndarray) -> np.ndarray:
         """Lower is faster: predicted log2 latency, or minus the ranking score."""

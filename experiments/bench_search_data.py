@@ -48,6 +48,12 @@ class Case:
     def label(self) -> str:
         return f"{self.model}/{self.role}@{self.preset}"
 
+    @property
+    def shape(self) -> str:
+        """The operator and its dimensions, without the dtype: llama2-7b's fp16 and
+        llama3-8b's bf16 4096x4096 GEMVs time the same, so held-out folds join them."""
+        return f"{self.workload.op}:{self.workload.shape}"
+
 
 @dataclass
 class CaseData:
@@ -98,9 +104,10 @@ def _exhaust(job: tuple[dict, dict, list[dict]]) -> list[tuple[Measurement, np.n
     return out
 
 
-def case_data(case: Case, pool: ProcessPoolExecutor, workers: int, cache: Path,
+def case_data(case: Case, pool: ProcessPoolExecutor | None, workers: int, cache: Path,
               quiet: bool = False) -> CaseData:
-    """Measure every valid point of ``case`` once; later calls read the cache."""
+    """Measure every valid point of ``case`` once in ``pool``; later calls read the cache
+    (``pool`` may then be None)."""
     w, hw = case.workload, load_hardware(case.preset)
     low = lowering_for(w)
     space = low.space(w, hw)
@@ -110,6 +117,8 @@ def case_data(case: Case, pool: ProcessPoolExecutor, workers: int, cache: Path,
     db = open_database(cache / "exhaustive.db")
     try:
         if not stem.with_suffix(".npz").exists():
+            if pool is None:
+                raise RuntimeError(f"{case.label} is not in the cache {cache}: pass a pool")
             t0 = time.perf_counter()
             pts = list(space.enumerate())
             jobs = [(w.to_dict(), hw.to_dict(), pts[i:i + 64]) for i in range(0, len(pts), 64)]
@@ -150,10 +159,10 @@ def _rows(data: Sequence[CaseData], n: int = 800, seed: int = 0
 def heldout(data: Sequence[CaseData], by: str, seed: int = 0
             ) -> tuple[float, dict[str, tuple[np.ndarray, np.ndarray]]]:
     """Mean pairwise accuracy of a fresh XGBoost model over folds that hold out one
-    workload (``by="workload"``) or one preset (``by="hardware"``); with per-case
-    (measured, predicted) of the held-out folds."""
+    workload shape (``by="workload"``: every dtype and preset of it) or one preset
+    (``by="hardware"``); with per-case (measured, predicted) of the held-out folds."""
     rows = _rows(data, seed=seed)
-    fold = (lambda d: d.case.workload.key) if by == "workload" else (lambda d: d.case.preset)
+    fold = (lambda d: d.case.shape) if by == "workload" else (lambda d: d.case.preset)
     scores, preds = [], {}
     for f in dict.fromkeys(fold(d) for d, _, _ in rows):
         tr = [r for r in rows if fold(r[0]) != f]
@@ -170,13 +179,24 @@ def heldout(data: Sequence[CaseData], by: str, seed: int = 0
     return (float(np.mean(scores)) if scores else float("nan")), preds
 
 
-def cost_model_eval(data: Sequence[CaseData]) -> dict[str, float]:
-    """Pairwise ranking accuracy: held-out workloads, held-out hardware, the pretrained model."""
+def _metrics(preds: dict[str, tuple[np.ndarray, np.ndarray]]) -> dict[str, float]:
+    """Every ranking metric of :func:`cost_models.evaluate`, one group per case."""
+    labels = [lab for lab, (y, _) in preds.items() for _ in y]
+    return evaluate(labels, np.concatenate([y for y, _ in preds.values()]),
+                    np.concatenate([p for _, p in preds.values()]))
+
+
+def cost_model_eval(data: Sequence[CaseData]) -> dict:
+    """Ranking accuracy on held-out workloads, held-out hardware and of the pretrained
+    model: pairwise accuracy at the top level, all metrics (Spearman, top-k recall,
+    top-k score) under ``metrics``."""
     pre = pretrained()
     rows = _rows(data)
-    return {"pairwise_heldout_workloads": heldout(data, "workload")[0],
-            "pairwise_heldout_hardware": heldout(data, "hardware")[0],
-            "pairwise_pretrained": float(np.mean([evaluate(
-                [0] * len(y), y, pre.predict_features(x))["pairwise"] for _, x, y in rows]))}
-
-
+    acc_w, pred_w = heldout(data, "workload")
+    acc_h, pred_h = heldout(data, "hardware")
+    pred_p = {d.case.label: (y, pre.predict_features(x)) for d, x, y in rows}
+    return {"pairwise_heldout_workloads": acc_w, "pairwise_heldout_hardware": acc_h,
+            "pairwise_pretrained": _metrics(pred_p)["pairwise"],
+            "metrics": {"heldout_workloads": _metrics(pred_w) if pred_w else {},
+                        "heldout_hardware": _metrics(pred_h) if pred_h else {},
+                        "pretrained": _metrics(pred_p)}}

@@ -35,8 +35,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--report", default=None, metavar="FILE", help="write a JSON report")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--sampler", choices=SAMPLERS, default="tpe")
-    p.add_argument("--cost-model", choices=("xgb", "none"), default=None,
-                   help="default: xgb when available, else none")
+    p.add_argument("--cost-model", default=None, metavar="KIND|PATH",
+                   help="xgb (default: XGBoost starting from the shipped model), xgb-scratch, "
+                        "xgb-rank, bound, random, none, pretrained[:NAME] or a saved model")
     p.add_argument("--fusion", choices=FUSION_MODES, default="none")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(run=_run)

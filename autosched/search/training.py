@@ -2,11 +2,29 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 
 from cost_models.base import Candidate, CostModel
+from sim import SIM_VERSION
+from sim.errors import AutoschedError
+from sim.hardware import Hardware
+from sim.hwio import list_presets, load_hardware
 
-__all__ = ["TrainingSet"]
+from ..codegen.lowering import build, lowering_for
+from ..database import Database
+
+__all__ = ["HISTORY_LIMIT", "TrainingSet", "known_hardware"]
+
+HISTORY_LIMIT = 512  # measurements of other tasks a run starts its model with (newest first)
+
+
+def known_hardware(*extra: Hardware) -> dict[str, Hardware]:
+    """Hardware whose stored measurements can be featurized again: the presets and ``extra``,
+    by fingerprint (the database keeps only a record's fingerprint and name)."""
+    out = {hw.fingerprint: hw for hw in map(load_hardware, list_presets())}
+    out.update({hw.fingerprint: hw for hw in extra})
+    return out
 
 
 @dataclass
@@ -14,7 +32,8 @@ class TrainingSet:
     """Measured candidates and their latencies (``inf`` for failures), in measurement order.
 
     Several tuners append to one set, so a refit after any task sees every task's data.
-    Seed it with earlier data to give the model a head start. Not thread-safe.
+    Seed it with earlier data (:meth:`add_history`) to give the model a head start. Not
+    thread-safe.
     """
 
     candidates: list[Candidate] = field(default_factory=list)
@@ -23,6 +42,36 @@ class TrainingSet:
     def add(self, candidate: Candidate, latency_ns: float) -> None:
         self.candidates.append(candidate)
         self.latencies_ns.append(latency_ns)
+
+    def add_history(self, db: Database, hardware: Mapping[str, Hardware],
+                    skip: Collection[str], limit: int = HISTORY_LIMIT) -> int:
+        """Add the newest ``limit`` successful measurements of *other* tasks from ``db``.
+
+        A task is ``"<workload key>@<hardware fingerprint>"``; those in ``skip`` (the run's
+        own tasks, which their tuners resume) are left out, as are records of hardware not
+        in ``hardware``, of another simulator version, or of a space whose current version
+        differs. Each record is lowered again for its features. Returns how many were added.
+        """
+        added = 0
+        for m in reversed(db.records()):
+            if added >= limit:
+                break
+            hw = hardware.get(m.hw_fingerprint)
+            if (not m.ok or hw is None or m.sim_version != SIM_VERSION
+                    or f"{m.workload.key}@{m.hw_fingerprint}" in skip):
+                continue
+            try:
+                space = lowering_for(m.workload).space(m.workload, hw)
+                if (m.schedule.space, m.schedule.version) != (space.name, space.version):
+                    continue
+                point = m.schedule.point
+                program = build(m.workload, point, hw).program
+            except AutoschedError:
+                continue  # a family or point this code no longer lowers: not usable
+            self.add(Candidate(m.workload, space, tuple(sorted(point.items())), hw, program),
+                     m.latency_ns)
+            added += 1
+        return added
 
     def refit(self, model: CostModel) -> None:
         """Fit ``model`` on everything collected so far (no-op while empty)."""

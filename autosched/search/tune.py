@@ -14,7 +14,7 @@ from ..database import Database, open_database
 from ..measure import LocalRunner, Runner
 from .scheduler import Progress, TaskResult, TaskScheduler
 from .study import SearchError
-from .training import TrainingSet
+from .training import TrainingSet, known_hardware
 from .tuner import TaskTuner
 
 __all__ = ["tune_tasks"]
@@ -39,8 +39,10 @@ def tune_tasks(tasks: Sequence, hw: Hardware, *, db: Database | str, trials: int
                storage: str | None = None, warmup: int = 4, batch: int = 8) -> list[TaskResult]:
     """Tune ``tasks`` on ``hw``; ``trials`` is this run's budget of *new* measurements.
 
-    Reads top to bottom as the pipeline: database, runner, one tuner per task (its space,
-    its study resumed from the database, its default enqueued), then the scheduler's
+    Reads top to bottom as the pipeline: database, runner, the cost model's head start
+    (the database's measurements of other workloads and hardware,
+    :meth:`TrainingSet.add_history`), one tuner per task (its space, its study resumed
+    from the database, its default enqueued), then the scheduler's
     rounds of ask, rank, measure, commit and tell. A second run on the same database with
     the same arguments measures only schedules the first did not and stops once every
     space is exhausted. Same seed and same database state give the same measurements.
@@ -53,10 +55,15 @@ def tune_tasks(tasks: Sequence, hw: Hardware, *, db: Database | str, trials: int
     run = LocalRunner(workers) if runner is None else runner
     try:
         training = TrainingSet()
+        merged = _merge(tasks)
+        if cost_model is not None:  # transfer: other tasks' measurements teach the first round
+            mine = {f"{w.key}@{hw.fingerprint}" for w, _ in merged}
+            if training.add_history(database, known_hardware(hw), mine):
+                training.refit(cost_model)
         tuners = [TaskTuner(w, n, hw, db=database, runner=run, sampler=sampler,
                             seed=seed + i, cost_model=cost_model, training=training,
                             multi_objective=multi_objective, storage=storage)
-                  for i, (w, n) in enumerate(_merge(tasks))]
+                  for i, (w, n) in enumerate(merged)]
         scheduler = TaskScheduler(tuners, run, seed=seed, warmup=warmup, batch=batch)
         return scheduler.run(trials, progress)
     finally:

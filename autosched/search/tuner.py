@@ -46,13 +46,17 @@ EXTRA_FACTOR = 16  # random unmeasured valid points per slot joining the ranked 
 
 
 class TaskTuner:
-    """Tunes ``workload`` (occurring ``count`` times per model step) on ``hw``."""
+    """Tunes ``workload`` (occurring ``count`` times per model step) on ``hw``.
+
+    The lowering's default schedule is measured first unless ``start_from_default`` is
+    False (a cold search, as the search-efficiency benchmark runs every strategy).
+    """
 
     def __init__(self, workload: Workload, count: int, hw: Hardware, *, db: Database | str,
                  runner: Runner, sampler: str | optuna.samplers.BaseSampler = "tpe",
                  seed: int = 0, cost_model: CostModel | None = None,
                  multi_objective: bool = False, storage: str | None = None,
-                 training: TrainingSet | None = None) -> None:
+                 training: TrainingSet | None = None, start_from_default: bool = True) -> None:
         check(isinstance(count, int) and count >= 1, f"count must be an int >= 1, got {count!r}")
         self.workload, self.count, self.hw, self.seed = workload, count, hw, seed
         self.db, self.runner, self.cost_model = open_database(db), runner, cost_model
@@ -73,7 +77,8 @@ class TaskTuner:
         self.exhausted = False
         self._resume()
         self.default = Schedule.of(self.space, self.lowering.default(workload, hw))
-        if self.default.key not in self._by_key:
+        self._first = [self.default.key] if start_from_default else []
+        if start_from_default and self.default.key not in self._by_key:
             self.study.enqueue_trial(self.default.point)
 
     # ----------------------------------------------------------------- state
@@ -165,7 +170,7 @@ class TaskTuner:
         keys = list(self.pool.pending)
         cands = [self.pool.pending[k].candidate for k in keys]
         chosen = select(keys, cands, self.cost_model, n_measure, n_explore,
-                        first=[self.default.key],
+                        first=self._first,
                         rng=np.random.default_rng([self.seed, self.measured, 1]))
         if not chosen:
             self.exhausted = True  # neither the sampler nor the fallback found a new point

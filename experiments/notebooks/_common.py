@@ -38,4 +38,4 @@ def bench_config(quick: bool):
 
     if quick:
         return Config.of(True, budget=16)
-    return Config.of(False, roles=("square", "attention"), seeds=1, budget=32)
+    return Config.of(False)

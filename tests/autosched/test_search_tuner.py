@@ -54,6 +54,13 @@ def test_default_first_then_distinct(tmp_path: Path, runner: LocalRunner) -> Non
     assert t.history == sorted(t.history, reverse=True) and t.history[-1] == t.best.latency_ns
 
 
+def test_cold_start_does_not_enqueue_the_default(tmp_path: Path, runner: LocalRunner) -> None:
+    t = _tuner(tmp_path / "t.db", runner, start_from_default=False, sampler="random", seed=5)
+    assert not t.study.get_trials()  # nothing enqueued
+    first = t.step(3)
+    assert len(first) == 3 and t.default_measurement is None
+
+
 def test_resume_measures_nothing_twice(tmp_path: Path, runner: LocalRunner) -> None:
     db = tmp_path / "t.db"
     t = _tuner(db, runner)

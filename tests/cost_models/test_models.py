@@ -29,7 +29,7 @@ def test_contract(kind: str, held_out, tmp_path: Path) -> None:
 def test_before_fit_scores_by_the_bound(held_out) -> None:
     _, _, vc, _ = held_out
     bound = make_cost_model("bound").predict(vc)
-    for kind in ("xgb", "xgb-rank"):
+    for kind in ("xgb-scratch", "xgb-rank"):  # "xgb" starts from the shipped trees instead
         pred = make_cost_model(kind).predict(vc)
         assert np.array_equal(np.argsort(pred, kind="stable"), np.argsort(bound, kind="stable"))
 
@@ -92,6 +92,19 @@ def test_save_load_round_trip_and_warm_start(held_out, tmp_path: Path) -> None:
     loaded.fit(vc[:20], vl[:20])
     assert loaded.booster.num_boosted_rounds() == n_base + 40
     assert loaded.base.num_boosted_rounds() == n_base
+
+
+def test_freeze_makes_a_fitted_model_a_base(held_out) -> None:
+    tc, tl, vc, vl = held_out
+    model = XGBRegressionModel(seed=1, n_estimators=30)
+    with pytest.raises(CostModelError, match="freeze"):
+        model.freeze()
+    model.fit(tc, tl)
+    before = model.predict(vc)
+    model.freeze()
+    model.fit(vc[:10], vl[:10])  # local data adds trees to the transferred ones
+    assert model.booster.num_boosted_rounds() == 60 and model.base.num_boosted_rounds() == 30
+    assert not np.array_equal(model.predict(vc), before)
 
 
 def test_load_rejects_other_features(held_out, tmp_path: Path) -> None:

@@ -24,10 +24,14 @@ from cost_models.registry import PRETRAINED_DIR
 
 
 def test_kinds_make_the_right_class() -> None:
-    want = {"xgb": XGBRegressionModel, "xgb-rank": XGBRankModel, "bound": BoundModel,
+    want = {"xgb": XGBRegressionModel, "xgb-scratch": XGBRegressionModel,
+            "xgb-rank": XGBRankModel, "bound": BoundModel,
             "random": RandomModel, "none": ConstantModel}
     for kind, cls in want.items():
         assert type(make_cost_model(kind)) is cls and kind in KINDS
+    assert make_cost_model("xgb").base is not None  # transfer: the shipped trees
+    assert make_cost_model("xgb", seed=7).params["seed"] == 7
+    assert make_cost_model("xgb-scratch").base is None
     m = RandomModel(seed=4)
     assert make_cost_model(m) is m
     assert make_cost_model("random", seed=9).seed == 9

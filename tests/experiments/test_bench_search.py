@@ -11,19 +11,20 @@ import pytest
 from experiments.bench_search import (
     Case,
     Config,
-    ReplayRunner,
     bench_cases,
     case_data,
+    cost_model_eval,
+    default_summary,
     goals,
     ratio_at,
-    search_curve,
     summarize,
-    trials_to,
 )
+from experiments.bench_search_runs import ReplayRunner, search_curve, transfer_model, trials_to
 from search_spaces import Workload
 from sim.hwio import load_hardware
 
 SMALL = Workload.make("attention", b=1, q=1, h=2, kvh=1, d=16, l=32)
+OTHER = Workload.make("attention", b=1, q=1, h=2, kvh=1, d=16, l=64)
 
 
 def test_trials_to_counts_measurements_and_budget_plus_one_when_never() -> None:
@@ -35,23 +36,35 @@ def test_trials_to_counts_measurements_and_budget_plus_one_when_never() -> None:
 
 
 def test_ratio_at_uses_the_last_value_of_a_short_curve() -> None:
-    assert ratio_at([4.0, 2.0], 1, 2.0) == 2.0
-    assert ratio_at([4.0, 2.0], 16, 2.0) == 1.0
+    assert ratio_at([2.0, 1.0], 1) == 2.0
+    assert ratio_at([2.0, 1.0], 16) == 1.0
 
 
 def test_summary_and_goals_from_synthetic_runs() -> None:
     cfg = Config.of(True, budget=32)
     runs = [{"case": c, "strategy": s, "seed": 0, "curve": [2.0] * (n - 1) + [1.0] * (33 - n),
-             "trials_to": {"1.05": n, "1.01": n}, "wall_s": 1.0}
+             "trials_to": {"1.05": n, "1.01": n}, "wall_s": 32.0,
+             "wall_curve": [float(i + 1) for i in range(32)]}
             for c in ("a", "b") for s, n in (("random", 27), ("tpe", 9), ("autosched", 3))]
     summ = summarize(cfg, runs)
     assert summ["autosched"]["median_trials_to_1.05"] == 3
     assert summ["random"]["best_over_opt_at"]["16"] == 2.0
     assert summ["tpe"]["best_over_opt_at"]["16"] == 1.0
     assert summ["tpe"]["best_over_opt_at"]["64"] is None  # beyond the budget
+    assert summ["random"]["reached_1.05"] == 1.0
+    assert summ["tpe"]["median_wall_s_to_1.05"] == 9.0  # the wall curve at the 9th measurement
     g = goals(summ, {"pairwise_heldout_workloads": 0.95, "pairwise_heldout_hardware": 0.8})
     assert g["fewer_than_tpe_to_1.05"]["met"] and not g["fewer_than_random_to_1.05"]["met"]
     assert g["pairwise_heldout_workloads"]["met"] and not g["pairwise_heldout_hardware"]["met"]
+
+
+def test_default_summary_counts_cases_within_target() -> None:
+    cases = [{"default_ns": 104.0, "optimum_ns": 100.0}, {"default_ns": 130.0, "optimum_ns": 100.0},
+             {"default_ns": 100.0, "optimum_ns": 100.0}]
+    d = default_summary(cases)
+    assert d["cases_within_1.05"] == 2 and d["cases"] == 3
+    assert d["median_default_over_opt"] == pytest.approx(1.04)
+    assert d["max_default_over_opt"] == pytest.approx(1.3)
 
 
 def test_cases_pick_square_down_and_attention() -> None:
@@ -67,11 +80,13 @@ def small(tmp_path_factory: pytest.TempPathFactory):
     cache = tmp_path_factory.mktemp("cache")
     with ProcessPoolExecutor(2) as pool:
         d = case_data(Case("toy", "attention", "aim-gddr6", SMALL), pool, 2, cache, quiet=True)
-    return d, cache
+        o = case_data(Case("toy", "other", "aim-gddr6", OTHER), pool, 2, cache, quiet=True)
+    model = transfer_model(d.case, [d, o], cache / "transfer.ubj")  # trained on OTHER only
+    return d, cache, model
 
 
 def test_exhaustive_data_is_complete_and_cached(small) -> None:
-    d, cache = small
+    d, cache, _ = small
     assert len(d.table) == len(d.y) == len(d.x) > 1
     assert d.optimum == min(m.latency_ns for m in d.table.values() if m.ok)
     assert d.optimum <= d.default_ns
@@ -84,19 +99,38 @@ def test_exhaustive_data_is_complete_and_cached(small) -> None:
 @pytest.mark.parametrize("strategy", ["random", "tpe", "autosched"])
 def test_search_replays_the_table_and_never_beats_the_optimum(small, strategy: str,
                                                               tmp_path: Path) -> None:
-    d, _ = small
-    curve, wall = search_curve(strategy, SMALL, load_hardware("aim-gddr6"), d.table, 8, 0,
-                               tmp_path)
-    assert 1 <= len(curve) <= 8 and wall > 0
+    d, _, model = small
+    curve, times = search_curve(strategy, d, 8, 0, tmp_path, model)
+    assert 1 <= len(curve) == len(times) <= 8 and times[0] > 0
+    assert times == sorted(times)
     assert all(b <= a for a, b in zip(curve, curve[1:], strict=False))
     assert curve[-1] >= d.optimum and math.isfinite(curve[-1])
 
 
+def test_transfer_model_never_sees_the_case_workload(small, tmp_path: Path) -> None:
+    d, _, _ = small
+    assert transfer_model(d.case, [d], tmp_path / "m.ubj") is None  # only the case itself
+    assert not (tmp_path / "m.ubj").exists()
+    curve, _ = search_curve("autosched", d, 4, 0, tmp_path, None)  # starts from scratch
+    assert len(curve) == 4
+
+
 def test_replay_runner_falls_back_to_simulating(small) -> None:
-    d, _ = small
+    d, _, _ = small
     runner = ReplayRunner({})
     from autosched.measure import MeasureInput
 
     m = next(iter(d.table.values()))
     out = runner.run([MeasureInput(SMALL, m.schedule, load_hardware("aim-gddr6"))])
     assert runner.misses == 1 and out[0].latency_ns == m.latency_ns
+
+
+def test_cost_model_eval_reports_every_metric_held_out(small) -> None:
+    d, cache, _ = small
+    other = case_data(Case("toy", "other", "aim-gddr6", OTHER), None, 1, cache, quiet=True)
+    cm = cost_model_eval([d, other])
+    assert 0.0 <= cm["pairwise_heldout_workloads"] <= 1.0
+    held = cm["metrics"]["heldout_workloads"]
+    assert held["pairwise"] == pytest.approx(cm["pairwise_heldout_workloads"])
+    assert {"spearman", "recall@5", "score@5", "score@1"} <= held.keys()
+    assert cm["metrics"]["heldout_hardware"] == {}  # one preset: no other hardware to train on

@@ -1,0 +1,150 @@
+"""The searches of the search-efficiency benchmark: one strategy, one case, one seed.
+
+Every strategy runs the real :class:`TaskTuner` cold (the default schedule is not
+measured first; the default is reported on its own) with a runner that replays the case's
+exhaustive measurements. ``autosched`` is TPE with an XGBoost model that was trained on
+the exhaustive data of the *other* workloads (never the case's own operator shape, in any
+dtype, on any hardware) and is refit on top of those trees as the search measures: the
+transfer a new task gets from the database (from scratch when the run holds no other
+workload). Runs are spread over worker processes.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+import numpy as np
+
+from autosched.measure import MeasureInput, Runner, measure_one
+from autosched.search import TaskTuner
+from cost_models import XGBRegressionModel, load_cost_model
+from experiments.bench_search_data import CACHE, Case, CaseData, _rows, case_data
+from search_spaces.measurement import Measurement
+from sim.hwio import load_hardware
+
+STRATEGIES = ("random", "tpe", "autosched")
+THRESHOLDS = (1.05, 1.01)
+
+
+class ReplayRunner(Runner):
+    """Serves measurements from the exhaustive table; simulates only what it lacks."""
+
+    def __init__(self, table: dict[str, Measurement]) -> None:
+        self.table, self.misses = table, 0
+
+    def run(self, inputs: Sequence[MeasureInput]) -> list[Measurement]:
+        out = []
+        for inp in inputs:
+            m = self.table.get(inp.schedule.key)
+            if m is None:
+                self.misses += 1
+                m = measure_one(inp)
+            out.append(m)
+        return out
+
+
+def transfer_model(case: Case, data: Sequence[CaseData], path: Path, seed: int = 0
+                   ) -> Path | None:
+    """Train the model ``autosched`` starts ``case`` with (other workloads only) and save it
+    at ``path``; None when ``data`` holds no other workload (the search then starts from a
+    fresh model, which ranks by the analytical bound until its first fit)."""
+    rows = [r for r in _rows(data, seed=seed) if r[0].case.shape != case.shape]
+    if not rows:
+        return None
+    model = XGBRegressionModel(seed=seed, nthread=1)
+    model.fit_features(np.concatenate([x for _, x, _ in rows]),
+                       np.concatenate([y for _, _, y in rows]),
+                       [d.case.label for d, _, y in rows for _ in y])
+    model.save(path)
+    return path
+
+
+def search_curve(strategy: str, data: CaseData, budget: int, seed: int, tmp: Path,
+                 model_path: Path | None = None) -> tuple[list[float], list[float]]:
+    """(best-so-far latency per measurement, search wall seconds when each measurement's
+    round ended) of one cold search."""
+    if strategy not in STRATEGIES:
+        raise ValueError(f"strategy {strategy!r} is not one of {', '.join(STRATEGIES)}")
+    t0 = time.perf_counter()
+    model = None
+    if strategy == "autosched" and model_path is None:
+        model = XGBRegressionModel(seed=seed, nthread=1)
+    elif strategy == "autosched":
+        model = load_cost_model(model_path)
+        model.freeze()
+    w, hw = data.case.workload, load_hardware(data.case.preset)
+    db = tmp / f"{strategy}-{seed}-{w.digest}-{hw.fingerprint[:8]}.db"
+    tuner = TaskTuner(w, 1, hw, db=str(db), runner=ReplayRunner(data.table),
+                      sampler="random" if strategy == "random" else "tpe", seed=seed,
+                      cost_model=model, start_from_default=False)
+    times: list[float] = []
+    while tuner.measured < budget:
+        new = tuner.step(min(8, budget - tuner.measured))
+        if not new:
+            break
+        times += [time.perf_counter() - t0] * len(new)
+    return list(tuner.history[:budget]), times[:budget]
+
+
+def trials_to(curve: Sequence[float], target: float, budget: int) -> int:
+    """Measurements needed for the best-so-far to reach ``target`` (budget + 1 if never)."""
+    for i, v in enumerate(curve[:budget]):
+        if v <= target:
+            return i + 1
+    return budget + 1
+
+
+_DATA: dict[str, CaseData] = {}
+
+
+def _job(job: tuple[Case, str, int, int, str, str | None]) -> dict:
+    """Worker: one (case, strategy, seed) search as a benchmark record."""
+    case, strategy, seed, budget, cache, model_path = job
+    if case.label not in _DATA:
+        _DATA[case.label] = case_data(case, None, 1, Path(cache), quiet=True)
+    d = _DATA[case.label]
+    with tempfile.TemporaryDirectory() as tmp:
+        curve, times = search_curve(strategy, d, budget, seed, Path(tmp),
+                                    Path(model_path) if model_path else None)
+    wall = [t + (i + 1) * d.sim_s_per_point for i, t in enumerate(times)]
+    return {"case": case.label, "strategy": strategy, "seed": seed,
+            "curve": [v / d.optimum for v in curve], "wall_curve": wall,
+            "trials_to": {str(t): trials_to(curve, t * d.optimum, budget) for t in THRESHOLDS},
+            "wall_s": wall[-1] if wall else 0.0}
+
+
+def run_searches(data: list[CaseData], seeds: int, budget: int, workers: int,
+                 cache: Path = CACHE, quiet: bool = False) -> list[dict]:
+    """One record per (case, strategy, seed): curve (best/opt per measurement), wall curve
+    (the search's own time plus the case's mean simulation time per measurement, at each
+    measurement), trials-to-targets and total wall."""
+    with tempfile.TemporaryDirectory() as tmp:
+        models: dict[str, str | None] = {}
+        for d in data:
+            key = d.case.shape
+            if key not in models:
+                p = transfer_model(d.case, data, Path(tmp) / f"transfer-{len(models)}.ubj")
+                models[key] = str(p) if p else None
+        jobs = [(d.case, s, seed, budget, str(cache),
+                 models[d.case.shape] if s == "autosched" else None)
+                for d in data for s in STRATEGIES for seed in range(seeds)]
+        jobs.sort(key=lambda j: j[1] != "autosched")  # the slow ones first: better packing
+        # spawn, not fork: XGBoost's OpenMP threads in this process would deadlock a fork
+        ctx = multiprocessing.get_context("spawn")
+        runs = []
+        with ProcessPoolExecutor(workers, mp_context=ctx) as pool:
+            for r in pool.map(_job, jobs):
+                runs.append(r)
+                if not quiet:
+                    print(f"  {r['case']} {r['strategy']} seed {r['seed']}: to 1.05x in "
+                          f"{r['trials_to']['1.05']}, {r['wall_s']:.0f} s", file=sys.stderr,
+                          flush=True)
+    order = {(d.case.label, s, k): i for i, (d, s, k) in enumerate(
+        (d, s, k) for d in data for s in STRATEGIES for k in range(seeds))}
+    return sorted(runs, key=lambda r: order[(r["case"], r["strategy"], r["seed"])])
