@@ -88,7 +88,7 @@ def make_cost_model(kind: str | Path | CostModel = "xgb", *, seed: int = 0) -> C
         return _CLASSES[kind]()
     if kind == "pretrained" or kind.startswith("pretrained:"):
         return pretrained(kind.partition(":")[2] or "default")
-    if Path(kind).exists():
-        return load_cost_model(kind)
+    if Path(kind).exists() or "/" in kind or kind.endswith((".ubj", ".json")):
+        return load_cost_model(kind)  # a path: a missing file is named as such
     raise CostModelError(f"unknown cost model {kind!r}: use one of {', '.join(KINDS)}, "
                          "'pretrained:<name>' or the path of a saved model")

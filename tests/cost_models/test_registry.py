@@ -44,6 +44,8 @@ def test_unknown_kind_says_what_exists() -> None:
         pretrained("nope")
     with pytest.raises(CostModelError, match="no cost model file"):
         make_cost_model(Path("/nonexistent/model.ubj"))
+    with pytest.raises(CostModelError, match="no cost model file"):
+        make_cost_model("/nonexistent/model.ubj")  # a path given as a string
 
 
 def test_saved_baselines_load_by_path(tmp_path: Path, held_out) -> None:
