@@ -11,7 +11,10 @@ simulation time. The hand-written default schedule is reported against the optim
 its own line. Also reports the pairwise ranking accuracy of a fresh XGBoost model on
 held-out workloads and held-out hardware, from the exhaustive data.
 
-    python -m experiments.bench_search [--quick] [--json] [--plot out.png]
+    python -m experiments.bench_search [--quick] [--json] [--plot out.png | --no-plot]
+
+The curves are saved to ``experiments/.cache/bench_search.png`` unless ``--plot`` names
+another file or ``--no-plot`` is given.
 """
 
 from __future__ import annotations
@@ -197,7 +200,9 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true",
                     help="attention of llama-tiny and llama2-7b, 1 seed, budget 32 (< 1 min)")
     ap.add_argument("--json", action="store_true", help="print JSON instead of the table")
-    ap.add_argument("--plot", default=None, help="write the curves to this PNG")
+    ap.add_argument("--plot", default=str(CACHE / "bench_search.png"),
+                    help="write the curves to this PNG (default: %(default)s)")
+    ap.add_argument("--no-plot", action="store_true", help="do not draw the curves")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--seeds", type=int, default=None, help="override the seed count")
     ap.add_argument("--budget", type=int, default=None, help="override the budget")
@@ -221,8 +226,11 @@ def main() -> None:
         res = run(cfg, Path(a.cache), quiet=a.json)
     if a.save:
         Path(a.save).write_text(json.dumps(res))
-    if a.plot:
+    if not a.no_plot:
+        Path(a.plot).parent.mkdir(parents=True, exist_ok=True)
         plot(res, a.plot)
+        if not a.json:
+            print(f"curves: {a.plot}")
     if a.json:
         print(json.dumps({k: v for k, v in res.items() if k != "runs"}, indent=1))
     else:

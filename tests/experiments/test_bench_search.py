@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -16,6 +17,7 @@ from experiments.bench_search import (
     cost_model_eval,
     default_summary,
     goals,
+    main,
     ratio_at,
     summarize,
 )
@@ -134,3 +136,26 @@ def test_cost_model_eval_reports_every_metric_held_out(small) -> None:
     assert held["pairwise"] == pytest.approx(cm["pairwise_heldout_workloads"])
     assert {"spearman", "recall@5", "score@5", "score@1"} <= held.keys()
     assert cm["metrics"]["heldout_hardware"] == {}  # one preset: no other hardware to train on
+
+
+def test_main_reloads_a_saved_result_prints_the_table_and_saves_the_curves(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
+    cfg = Config.of(True)
+    runs = [{"case": "a", "strategy": s, "seed": 0, "curve": [2.0] * (n - 1) + [1.0] * (33 - n),
+             "trials_to": {"1.05": n, "1.01": n}, "wall_s": 32.0,
+             "wall_curve": [float(i + 1) for i in range(32)]}
+            for s, n in (("random", 30), ("tpe", 9), ("autosched", 2))]
+    saved = {"config": cfg.__dict__, "runs": runs, "cases": [
+        {"case": "a", "valid_points": 10, "optimum_ns": 1.0, "default_ns": 1.2,
+         "sim_s_per_point": 0.1}], "cost_model": {"pairwise_heldout_workloads": 0.95,
+                                                  "pairwise_heldout_hardware": 0.9},
+        "wall_s": {"exhaustive": 1.0, "total": 2.0}}
+    (tmp_path / "r.json").write_text(json.dumps(saved))
+    png = tmp_path / "curves.png"
+    monkeypatch.setattr("sys.argv", ["bench_search", "--load", str(tmp_path / "r.json"),
+                                     "--plot", str(png)])
+    main()
+    out = capsys.readouterr().out
+    assert png.stat().st_size > 1000
+    assert "goal fewer_than_tpe_to_1.05: 4.50 (goal 3.0) met" in out
+    assert "within 1.05x on 0/1 cases" in out and "a reduced configuration" in out
