@@ -1,0 +1,132 @@
+"""Where every operand of a (fused or unfused) graph's kernels comes from.
+
+Every node output is a matrix ``[rows, width]`` (:func:`output_width`); :func:`operands`
+maps each activation input of a node's kernel (family convention names: ``x``, ``r``,
+``a``, ``b``, ``q``, ``k``, ``v``, ``ids``) to the :class:`FusedView` s whose
+column-concatenation forms it. Outputs holding several logical tensors are labelled by
+:func:`output_parts`: ``qkv_proj`` = q | k | v, ``rope`` = q | k, ``gate_up`` (without
+silu_mul) = gate | up. E.g. attention ``v`` = columns ``[(h+kvh)d, (h+2kvh)d)`` of
+``qkv_proj``; rope ``x`` of an unfused graph = ``q_proj`` | ``k_proj`` (two views), of a
+merged one columns ``[0, (h+kvh)d)`` of ``qkv_proj`` (adjacent columns of one source are
+always one view). ``last`` marks a consumer that reads only each sequence's last token
+(the prefill LM head). Token ids come from the step input :data:`TOKEN_IDS`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from autosched.frontend import OpGraph, OpNode
+from search_spaces import Workload
+from sim.errors import AutoschedError
+
+__all__ = ["TOKEN_IDS", "FusedView", "FusionError", "operands", "output_parts", "output_width"]
+
+TOKEN_IDS = "ids"  # the step's token ids [rows, 1]: not a node
+_LINEAR = ("gemv", "gemm")
+_LABEL = {"q_proj": "q", "k_proj": "k", "v_proj": "v", "ffn_gate": "gate", "ffn_up": "up"}
+_ROLE_PART = {"ffn_silu": "gate", "ffn_mul": "up"}  # the part a consumer reads of a merged out
+
+
+class FusionError(AutoschedError):
+    """A plan does not fit the graph, or an operand cannot be found."""
+
+
+@dataclass(frozen=True)
+class FusedView:
+    """Columns ``[lo, hi)`` of ``source``'s output ``[rows, width]``; ``last``: only the row
+    of each sequence's last token (row ``s * tokens + tokens - 1``)."""
+
+    source: str
+    lo: int
+    hi: int
+    last: bool = False
+
+
+def output_width(w: Workload) -> int:
+    """Columns of the output of ``w`` seen as ``[rows, width]``."""
+    d = w.dims
+    if w.op in _LINEAR:
+        return d["n"] // 2 if w.attr("epilogue") == "silu_mul" else d["n"]
+    if w.op in ("rope", "attention"):
+        return d["h"] * d["d"]
+    return 1 if w.op == "argmax" else d["n"]
+
+
+def _rows(w: Workload) -> int:
+    return w.dims["b"] * w.dims["q"] if w.op == "attention" else w.dims["m"]
+
+
+def output_parts(graph: OpGraph, node: OpNode) -> dict[str, tuple[int, int]]:
+    """Labelled column ranges of ``node``'s output (one ``"out"`` range when unlabelled)."""
+    width = output_width(node.workload)
+    if node.role in ("qkv_proj", "rope"):
+        att = [n for n in graph if n.workload.op == "attention" and n.layer == node.layer]
+        if not att:
+            raise FusionError(f"{node.name}: no attention node in layer {node.layer} gives "
+                              "the head split of its q | k | v columns")
+        d = att[0].workload.dims
+        q, kv = d["h"] * d["d"], d["kvh"] * d["d"]
+        parts = {"q": (0, q), "k": (q, q + kv), "v": (q + kv, q + 2 * kv)}
+        return parts if node.role == "qkv_proj" else {"q": parts["q"], "k": parts["k"]}
+    if node.role == "gate_up" and node.workload.attr("epilogue") != "silu_mul":
+        return {"gate": (0, width // 2), "up": (width // 2, width)}
+    return {_LABEL.get(node.role, "out"): (0, width)}
+
+
+def _view(graph: OpGraph, node: OpNode, src: str, span: tuple[int, int]) -> FusedView:
+    want, have = _rows(node.workload), _rows(graph.node(src).workload)
+    if want != have and not (have == graph.batch * graph.tokens and want == graph.batch):
+        raise FusionError(f"{node.name} reads {want} rows from {src}, which has {have}")
+    return FusedView(src, span[0], span[1], want != have)
+
+
+def _labelled(graph: OpGraph, node: OpNode, labels: tuple[str, ...]) -> tuple[FusedView, ...]:
+    out = []
+    for lab in labels:
+        for src in node.inputs:
+            parts = output_parts(graph, graph.node(src))
+            if lab in parts:
+                v = _view(graph, node, src, parts[lab])
+                prev = out[-1] if out else None
+                if prev and (prev.source, prev.hi, prev.last) == (v.source, v.lo, v.last):
+                    v = dataclasses.replace(prev, hi=v.hi)  # adjacent columns: one view
+                    out.pop()
+                out.append(v)
+                break
+        else:
+            raise FusionError(f"{node.name}: none of its inputs {node.inputs} holds {lab!r}")
+    return tuple(out)
+
+
+def operands(graph: OpGraph, node: OpNode) -> dict[str, tuple[FusedView, ...]]:
+    """Activation inputs of ``node``'s kernel, each as the views to concatenate by column."""
+    w = node.workload
+    if w.op == "embedding":
+        return {"ids": (FusedView(TOKEN_IDS, 0, 1),)}
+    if w.op == "rope":
+        return {"x": _labelled(graph, node, ("q", "k"))}
+    if w.op == "attention":
+        return {k: _labelled(graph, node, (k,)) for k in ("q", "k", "v")}
+    if w.op in _LINEAR:
+        names = ("x", "r") if w.attr("epilogue") == "add" else ("x",)
+    elif w.op == "elementwise":
+        names = ("a", "b") if w.attr("fn") in ("add", "mul", "silu_mul") else ("a",)
+    else:
+        names = ("x",)
+    if len(names) != len(node.inputs):
+        raise FusionError(f"{node.name} ({w.key}) has inputs {node.inputs}, its kernel "
+                          f"reads {names}")
+    out = {}
+    for name, src in zip(names, node.inputs, strict=True):
+        parts = output_parts(graph, graph.node(src))
+        if len(parts) > 1:
+            lab = _ROLE_PART.get(node.role)
+            if lab not in parts:
+                raise FusionError(f"{node.name} reads merged {src} but its role {node.role!r} "
+                                  f"names none of its parts {sorted(parts)}")
+            out[name] = (_view(graph, node, src, parts[lab]),)
+        else:
+            out[name] = (_view(graph, node, src, next(iter(parts.values()))),)
+    return out
