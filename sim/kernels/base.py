@@ -8,8 +8,9 @@ padded (zeros beyond the logical shape) are padded by :meth:`Kernel.run`.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, fields
 
 import numpy as np
 
@@ -42,19 +43,42 @@ def affine_sum(*parts: int | Affine, **strides: int) -> Affine:
     return aff(base, **terms)
 
 
+@functools.cache
+def _field_names(cls: type) -> tuple[str, ...]:
+    return tuple(f.name for f in fields(cls))
+
+
 def _fix(v: object, var: str) -> object:
-    """``v`` with loop variable ``var`` set to 0 (Affines, BufRefs, tuples, nodes)."""
+    """``v`` with loop variable ``var`` set to 0 (Affines, BufRefs, tuples, nodes); parts
+    that do not mention ``var`` are returned as they are, not rebuilt."""
     if isinstance(v, Affine):
+        if all(t[0] != var for t in v.terms):
+            return v
         return Affine(v.base, tuple(t for t in v.terms if t[0] != var))
-    if isinstance(v, BufRef):
-        return replace(v, offset=_fix(v.offset, var))
     if isinstance(v, tuple):
-        return tuple(_fix(x, var) for x in v)
+        out = tuple(_fix(x, var) for x in v)
+        return v if all(a is b for a, b in zip(out, v, strict=True)) else out
     if isinstance(v, Loop):
-        return Loop(v.var, v.count, _fix(v.body, var))
-    if hasattr(v, "__dataclass_fields__"):
-        return replace(v, **{f.name: _fix(getattr(v, f.name), var) for f in fields(v)})
+        body = _fix(v.body, var)
+        return v if body is v.body else Loop(v.var, v.count, body)
+    if isinstance(v, BufRef) or hasattr(v, "__dataclass_fields__"):
+        changed = {}
+        for name in _field_names(type(v)):
+            old = getattr(v, name)
+            new = _fix(old, var)
+            if new is not old:
+                changed[name] = new
+        return _rebuilt(v, changed) if changed else v
     return v
+
+
+def _rebuilt(v: object, changed: dict[str, object]) -> object:
+    """``dataclasses.replace`` without ``__init__``: the fields ``_fix`` hands over are
+    already in the normal form the ISA's ``__post_init__`` would give them."""
+    new = object.__new__(type(v))
+    for name in _field_names(type(v)):
+        object.__setattr__(new, name, changed.get(name, getattr(v, name)))
+    return new
 
 
 def loop(var: str, count: int, body: tuple[Node, ...] | list[Node]) -> list[Node]:

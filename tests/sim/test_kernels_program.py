@@ -91,3 +91,18 @@ def test_any_valid_options_compute_exactly(name, n, k, batch, data):
     w = rng.integers(-1, 2, (n, k)).astype(np.float32)
     y = gemv(hw, n, k, batch, opts).run(hw, {"x": x, "W": w})
     np.testing.assert_array_equal(y, x @ w.T)
+
+
+def test_a_loop_of_one_sets_its_variable_to_zero_and_keeps_the_rest() -> None:
+    from sim.isa import Act, BufRef, RdBank, aff
+    from sim.kernels.base import loop
+
+    inner = Loop("j", 2, (RdBank(bank=0, col=aff(1, i=4, j=8), ncols=2,
+                                 dst=BufRef("y", aff(0, i=16, j=1), (2,))),))
+    act = Act(bank=1, step=1, row=aff(3))
+    got = loop("i", 1, [act, inner])
+    want = [act, Loop("j", 2, (RdBank(bank=0, col=aff(1, j=8), ncols=2,
+                                      dst=BufRef("y", aff(0, j=1), (2,))),))]
+    assert got == want and hash(tuple(got)) == hash(tuple(want))
+    assert got[0] is act  # a node without the variable is not rebuilt
+    assert loop("i", 3, [act]) == [Loop("i", 3, (act,))]
