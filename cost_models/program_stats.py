@@ -1,7 +1,8 @@
 """Physics counts of a lowered program, gathered by one walk with loop multiplicities.
 
 Each PIM stream runs the same body on every channel of its channel tuple, so one walk of
-the body gives the counts of one representative channel; device totals multiply by the
+the body (:class:`sim.bound.ChannelWork`, the counts the bound reads too) gives the counts
+of one representative channel; device totals multiply by the
 stream's channel count. Per-channel figures of a program are the maximum over its PIM
 streams (the busiest channel sets the pace). Host streams contribute op counts, FLOPs and
 bytes from ``sim.host_ops.cost``.
@@ -11,9 +12,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sim.hardware import DTYPE_BYTES, Hardware
+from sim.bound import ChannelWork
+from sim.hardware import Hardware
 from sim.host_ops import cost
-from sim.isa import Act, Ew, HostOp, Mac, RdAcc, RdBank, WrAcc, WrBank, WrGb
+from sim.isa import HostOp
 from sim.program import Node, Program, walk
 
 __all__ = ["ProgramStats", "program_stats"]
@@ -48,50 +50,6 @@ class ProgramStats:
         return self.gb_bytes + self.acc_bytes + self.bank_io_bytes
 
 
-class _Channel:
-    """Counts of one representative channel of one PIM stream."""
-
-    def __init__(self, hw: Hardware) -> None:
-        self.hw = hw
-        nb = hw.org.banks_per_channel
-        self.cmds = self.cols = self.gbw = self.gbb = self.accb = self.iob = self.lanes = 0.0
-        self.group = [0.0] * hw.org.bank_groups
-        self.unit = [0.0] * hw.units_per_channel
-        self.acts = [0.0] * nb
-        self.bcols = [0.0] * nb
-
-    def visit(self, ins: Node, mult: int) -> None:
-        hw = self.hw
-        ncols = getattr(ins, "ncols", 1)
-        self.cmds += mult * (ncols if isinstance(ins, Mac | RdBank | WrBank) else 1)
-        if isinstance(ins, Act):
-            for b in hw.bank_targets(ins.bank, ins.step):
-                self.acts[b] += mult
-        elif isinstance(ins, Mac | Ew | WrAcc | RdBank | WrBank):
-            banks = hw.bank_targets(ins.bank, getattr(ins, "step", 0))
-            cols = mult * ncols
-            self.cols += cols
-            for g in {b // hw.banks_per_group for b in banks}:
-                self.group[g] += cols
-            units = {b // hw.pim.banks_per_unit for b in banks}
-            if isinstance(ins, Mac | Ew):
-                for u in units:
-                    self.unit[u] += cols
-                for b in banks:
-                    self.bcols[b] += cols
-            if isinstance(ins, Mac):
-                self.lanes += cols * len(units) * hw.pim.lanes
-            elif isinstance(ins, RdBank | WrBank):
-                self.iob += cols * hw.org.column_bytes
-        elif isinstance(ins, WrGb):
-            self.gbw += mult
-            self.gbb += mult * ins.src.size * hw.elem_bytes
-        elif isinstance(ins, RdAcc):
-            units = len({b // hw.pim.banks_per_unit for b in hw.bank_targets(ins.bank, ins.step)})
-            regs = units * ins.nregs * hw.pim.register_lanes
-            self.accb += mult * regs * DTYPE_BYTES[hw.pim.accum_dtype]
-
-
 def program_stats(program: Program, hw: Hardware) -> ProgramStats:
     """Walk every stream of ``program`` once and return its :class:`ProgramStats`."""
     st = ProgramStats()
@@ -108,22 +66,22 @@ def program_stats(program: Program, hw: Hardware) -> ProgramStats:
         if s.engine == "host":
             walk(s.body, host)
             continue
-        c = _Channel(hw)
-        walk(s.body, c.visit)
+        c = ChannelWork(hw)
+        walk(s.body, c.add)
         nch = len(s.channels)
         st.channels += nch
         st.pim_streams += 1
-        st.commands = max(st.commands, c.cmds)
-        st.columns = max(st.columns, c.cols)
-        st.group_columns = max(st.group_columns, max(c.group, default=0.0))
-        st.unit_columns = max(st.unit_columns, max(c.unit, default=0.0))
-        st.bank_acts = max(st.bank_acts, max(c.acts, default=0.0))
-        st.bank_columns = max(st.bank_columns, max(c.bcols, default=0.0))
-        st.channel_acts = max(st.channel_acts, sum(c.acts))
-        st.gb_writes = max(st.gb_writes, c.gbw)
-        st.gb_bytes = max(st.gb_bytes, c.gbb)
-        st.acc_bytes = max(st.acc_bytes, c.accb)
-        st.bank_io_bytes = max(st.bank_io_bytes, c.iob)
+        st.commands = max(st.commands, c.commands)
+        st.columns = max(st.columns, c.columns)
+        st.group_columns = max(st.group_columns, max(c.group_cols, default=0))
+        st.unit_columns = max(st.unit_columns, max(c.unit_cols, default=0))
+        st.bank_acts = max(st.bank_acts, max(c.bank_acts, default=0))
+        st.bank_columns = max(st.bank_columns, max(c.bank_cols, default=0))
+        st.channel_acts = max(st.channel_acts, sum(c.bank_acts))
+        st.gb_writes = max(st.gb_writes, c.gb_writes)
+        st.gb_bytes = max(st.gb_bytes, c.gb_bytes)
+        st.acc_bytes = max(st.acc_bytes, c.acc_bytes)
+        st.bank_io_bytes = max(st.bank_io_bytes, c.io_bytes)
         st.lanes_issued += c.lanes * nch
-        st.transfer_bytes += (c.gbb + c.accb + c.iob) * nch
+        st.transfer_bytes += c.bus_bytes * nch
     return st

@@ -19,16 +19,16 @@ import argparse
 import math
 import tempfile
 import time
-from collections.abc import Sequence
 from pathlib import Path
 
 from autosched.codegen import families  # noqa: F401  (register the built-in lowerings)
 from autosched.codegen.lowering import lowering_for
 from autosched.database import open_database
 from autosched.frontend import capture, tasks
-from autosched.measure import LocalRunner, MeasureInput, Runner, measure_one
+from autosched.measure import LocalRunner, MeasureInput, Runner
 from autosched.search import TaskTuner
 from cost_models import make_cost_model
+from experiments.bench_search_runs import ReplayRunner
 from search_spaces import Schedule, Workload
 from search_spaces.measurement import Measurement
 from sim.errors import AutoschedError
@@ -38,16 +38,6 @@ from sim.hwio import load_hardware
 STRATEGIES = ("model", "tpe")
 QUICK = {"gemv:m=1,n=256,k=256:fp16", "gemv:m=1,n=4096,k=256:fp16",
          "attention:b=1,q=1,h=8,kvh=4,d=32,l=512:fp16"}
-
-
-class TableRunner(Runner):
-    """Answers from a table of measurements by schedule key; measures what it lacks."""
-
-    def __init__(self, table: dict[str, Measurement]) -> None:
-        self.table = table
-
-    def run(self, inputs: Sequence[MeasureInput]) -> list[Measurement]:
-        return [self.table.get(i.schedule.key) or measure_one(i) for i in inputs]
 
 
 def valid_points(w: Workload, hw: Hardware, limit: int) -> list[dict] | None:
@@ -74,7 +64,7 @@ def searched(w: Workload, hw: Hardware, table: dict[str, Measurement], strategy:
     db = open_database(db_dir / f"{w.digest}-{hw.name}-{strategy}-{seed}.db")
     model = make_cost_model("pretrained") if strategy == "model" else None
     start = time.perf_counter()
-    tuner = TaskTuner(w, 1, hw, db=db, runner=TableRunner(table), sampler="tpe", seed=seed,
+    tuner = TaskTuner(w, 1, hw, db=db, runner=ReplayRunner(table), sampler="tpe", seed=seed,
                       cost_model=model)
     while tuner.measured < budget and tuner.step(min(8, budget - tuner.measured)):
         pass

@@ -194,9 +194,10 @@ def cost_model_eval(data: Sequence[CaseData]) -> dict:
     rows = _rows(data)
     acc_w, pred_w = heldout(data, "workload")
     acc_h, pred_h = heldout(data, "hardware")
-    pred_p = {d.case.label: (y, pre.predict_features(x)) for d, x, y in rows}
+    pretrained_metrics = _metrics({d.case.label: (y, pre.predict_features(x))
+                                   for d, x, y in rows})
     return {"pairwise_heldout_workloads": acc_w, "pairwise_heldout_hardware": acc_h,
-            "pairwise_pretrained": _metrics(pred_p)["pairwise"],
+            "pairwise_pretrained": pretrained_metrics["pairwise"],
             "metrics": {"heldout_workloads": _metrics(pred_w) if pred_w else {},
                         "heldout_hardware": _metrics(pred_h) if pred_h else {},
-                        "pretrained": _metrics(pred_p)}}
+                        "pretrained": pretrained_metrics}}

@@ -134,17 +134,15 @@ def run_searches(data: list[CaseData], seeds: int, budget: int, workers: int,
         jobs = [(d.case, s, seed, budget, str(cache),
                  models[d.case.shape] if s == "autosched" else None)
                 for d in data for s in STRATEGIES for seed in range(seeds)]
-        jobs.sort(key=lambda j: j[1] != "autosched")  # the slow ones first: better packing
+        first = sorted(range(len(jobs)), key=lambda i: jobs[i][1] != "autosched")  # slow first
         # spawn, not fork: XGBoost's OpenMP threads in this process would deadlock a fork
         ctx = multiprocessing.get_context("spawn")
-        runs = []
+        runs: list[dict] = [{}] * len(jobs)
         with ProcessPoolExecutor(workers, mp_context=ctx) as pool:
-            for r in pool.map(_job, jobs):
-                runs.append(r)
+            for i, r in zip(first, pool.map(_job, [jobs[i] for i in first]), strict=True):
+                runs[i] = r
                 if not quiet:
                     print(f"  {r['case']} {r['strategy']} seed {r['seed']}: to 1.05x in "
                           f"{r['trials_to']['1.05']}, {r['wall_s']:.0f} s", file=sys.stderr,
                           flush=True)
-    order = {(d.case.label, s, k): i for i, (d, s, k) in enumerate(
-        (d, s, k) for d in data for s in STRATEGIES for k in range(seeds))}
-    return sorted(runs, key=lambda r: order[(r["case"], r["strategy"], r["seed"])])
+    return runs

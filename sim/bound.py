@@ -15,10 +15,10 @@ from dataclasses import dataclass
 from .hardware import DTYPE_BYTES, Hardware
 from .host_ops import cost
 from .hwio import load_hardware
-from .isa import Ew, HostOp, Mac, RdAcc, RdBank, WrAcc, WrBank, WrGb
+from .isa import Act, Ew, HostOp, Mac, RdAcc, RdBank, WrAcc, WrBank, WrGb
 from .program import Program, Stream, walk
 
-__all__ = ["Bound", "bound", "host_op_ns"]
+__all__ = ["Bound", "ChannelWork", "bound", "host_op_ns"]
 
 
 @dataclass(frozen=True)
@@ -41,36 +41,58 @@ def host_op_ns(op: HostOp, hw: Hardware, dtypes: dict[str, str]) -> float:
     return hw.host.op_overhead_ns + roof
 
 
-class _PimWork:
+class ChannelWork:
+    """The work of one representative channel of a PIM stream, counted by one walk
+    (``walk(stream.body, work.add)``): commands (every column of a multi-column command),
+    column commands per bank group and per PIM unit, activations and PIM-op columns per
+    bank, global-buffer writes, data-bus bytes by kind, and MAC lane operations. The
+    bound reads its resources from it; ``cost_models.program_stats`` its features."""
+
     def __init__(self, hw: Hardware) -> None:
         self.hw = hw
-        self.commands = 0
-        self.columns = 0
+        nb = hw.org.banks_per_channel
+        self.commands = self.columns = self.gb_writes = 0
+        self.gb_bytes = self.acc_bytes = self.io_bytes = self.lanes = 0.0
         self.group_cols = [0] * hw.org.bank_groups
         self.unit_cols = [0] * hw.units_per_channel
-        self.bus_bytes = 0.0
+        self.bank_acts = [0] * nb
+        self.bank_cols = [0] * nb
+
+    @property
+    def bus_bytes(self) -> float:
+        """Bytes over the channel's data bus: global-buffer writes, read-outs, bank I/O."""
+        return self.gb_bytes + self.acc_bytes + self.io_bytes
 
     def add(self, ins: object, mult: int) -> None:
         hw = self.hw
         ncols = getattr(ins, "ncols", 1)
         self.commands += mult * (ncols if isinstance(ins, Mac | RdBank | WrBank) else 1)
-        if isinstance(ins, Mac | Ew | WrAcc | RdBank | WrBank):
+        if isinstance(ins, Act):
+            for b in hw.bank_targets(ins.bank, ins.step):
+                self.bank_acts[b] += mult
+        elif isinstance(ins, Mac | Ew | WrAcc | RdBank | WrBank):
             banks = hw.bank_targets(ins.bank, getattr(ins, "step", 0))
             cols = mult * ncols
             self.columns += cols
             for g in {b // hw.banks_per_group for b in banks}:
                 self.group_cols[g] += cols
+            units = {b // hw.pim.banks_per_unit for b in banks}
             if isinstance(ins, Mac | Ew):
-                for u in {b // hw.pim.banks_per_unit for b in banks}:
+                for u in units:
                     self.unit_cols[u] += cols
-        if isinstance(ins, WrGb):
-            self.bus_bytes += mult * ins.src.size * hw.elem_bytes
+                for b in banks:
+                    self.bank_cols[b] += cols
+            if isinstance(ins, Mac):
+                self.lanes += cols * len(units) * hw.pim.lanes
+            elif isinstance(ins, RdBank | WrBank):
+                self.io_bytes += cols * hw.org.column_bytes
+        elif isinstance(ins, WrGb):
+            self.gb_writes += mult
+            self.gb_bytes += mult * ins.src.size * hw.elem_bytes
         elif isinstance(ins, RdAcc):
             units = len({b // hw.pim.banks_per_unit for b in hw.bank_targets(ins.bank, ins.step)})
             regs = units * ins.nregs * hw.pim.register_lanes
-            self.bus_bytes += mult * regs * DTYPE_BYTES[hw.pim.accum_dtype]
-        elif isinstance(ins, RdBank | WrBank):
-            self.bus_bytes += mult * ncols * hw.org.column_bytes
+            self.acc_bytes += mult * regs * DTYPE_BYTES[hw.pim.accum_dtype]
 
     def resources(self) -> dict[str, float]:
         hw, t, tck = self.hw, self.hw.timing, self.hw.org.tck_ns
@@ -94,7 +116,7 @@ def _stream_resources(s: Stream, hw: Hardware, dtypes: dict[str, str]) -> dict[s
 
         walk(s.body, visit)
         return {"host": total[0]}
-    work = _PimWork(hw)
+    work = ChannelWork(hw)
     walk(s.body, work.add)
     return work.resources()
 
