@@ -6,11 +6,25 @@ loops catch only this base, so a bug (any other exception) still surfaces.
 
 from __future__ import annotations
 
-__all__ = ["AutoschedError", "HardwareError", "ProgramError", "SimError", "check"]
+__all__ = ["AutoschedError", "HardwareError", "InternalError", "ProgramError", "SimError",
+           "check"]
 
 
 class AutoschedError(Exception):
-    """Base of every deliberate autosched error; the message says what to fix."""
+    """Base of every deliberate autosched error; the message says what to fix.
+
+    ``exit_code`` is the command line's exit status for it: 2 (bad input) unless a
+    subclass says otherwise.
+    """
+
+    exit_code = 2
+
+
+class InternalError(AutoschedError):
+    """autosched itself is wrong (e.g. the code generator produced an invalid program),
+    not the input: exit status 1. The message names what was being compiled."""
+
+    exit_code = 1
 
 
 class HardwareError(AutoschedError):

@@ -7,6 +7,7 @@ which validates a YAML mapping (a preset or a user file) field by field. Derived
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from dataclasses import asdict, dataclass
@@ -201,9 +202,10 @@ class Hardware:
         d["pim"]["activation_functions"] = list(self.pim.activation_functions)
         return d
 
-    @property
+    @functools.cached_property
     def fingerprint(self) -> str:
-        """Stable hash of the normalised fields except name and description."""
+        """Stable hash of the normalised fields except name and description (computed once
+        per object: every field is frozen)."""
         d = self.to_dict()
         d.pop("name")
         d.pop("description")

@@ -1,14 +1,16 @@
-"""Static checks of a program against a hardware, before timing or execution.
+"""Static checks of a program against a hardware: the one rule set of the instruction set.
 
 ``validate`` walks every stream once (loops are not unrolled): each Affine operand is
 bounded by its minimum and maximum over the ranges of its loop variables and of ``ch``,
 and every bound is checked against the hardware and the buffers. The first broken rule
 raises ProgramError naming the stream, the instruction path (``body[2].loop[i][1]``),
-the mnemonic and the rule.
+the mnemonic and the rule. The timing simulator and the functional executor call it
+before they run anything, so no invalid program is ever timed or executed.
 """
 
 from __future__ import annotations
 
+import weakref
 from typing import NoReturn
 
 from .errors import ProgramError
@@ -26,6 +28,7 @@ from .isa import (
     HostOp,
     Instr,
     Mac,
+    Pre,
     RdAcc,
     RdBank,
     Signal,
@@ -36,93 +39,119 @@ from .isa import (
 )
 from .program import Loop, Node, Program, Stream
 
-__all__ = ["validate"]
+__all__ = ["EW_FUNCTIONS", "validate"]
 
 EW_FUNCTIONS = ("mov", "add", "mul")
 _UNIT_OPS = (Mac, Ew, Af, ClrAcc, WrAcc, RdAcc)  # one register per unit: banks must not share one
 _LANE_OPS = (Ew, WrAcc)  # a register and a column must have the same width
+_BANK_OPS = (Act, Pre, Mac, Ew, Af, ClrAcc, WrAcc, RdAcc, RdBank, WrBank)
 
 
 class _Checker:
-    """Checks one stream; ``where`` is the current "stream path op" prefix."""
+    """Checks one stream. The path of the current node is kept as a list and formatted
+    only when a rule breaks, so a valid program costs no string building."""
 
-    def __init__(self, program: Program, hw: Hardware, stream: Stream) -> None:
+    def __init__(self, program: Program, hw: Hardware, stream: Stream,
+                 signals: dict[str, set[str]], waits: list[tuple[str, str]]) -> None:
         self.hw, self.stream = hw, stream
         self.sizes = {b.name: b.size for b in program.buffers}
-        pim = stream.engine == "pim"
-        self.ranges: dict[str, int] = {"ch": len(stream.channels)} if pim else {}
-        self.where = stream.name
+        self.host = stream.engine == "host"
+        self.ranges: dict[str, int] = {} if self.host else {"ch": len(stream.channels)}
+        self.path: list[str] = ["body"]
+        self.label = ""
+        self.signals, self.waits = signals, waits
+        p = hw.pim
+        self.nbanks, self.bpu, self.gb = hw.org.banks_per_channel, p.banks_per_unit, hw.gb_elems
+        self.ncols, self.rows, self.regs = hw.columns_per_row, hw.org.rows_per_bank, p.registers
+        self.multi = len(stream.channels) > 1
 
     def fail(self, rule: str) -> NoReturn:
-        raise ProgramError(f"{self.where}: {rule}")
+        raise ProgramError(f"{self.stream.name} {''.join(self.path)}{self.label}: {rule}")
 
-    def bounds(self, a: Affine, what: str) -> tuple[int, int]:
+    def span(self, a: Affine, width: int, limit: int, what: str) -> None:
         lo = hi = a.base
+        ranges = self.ranges
         for var, s in a.terms:
-            if var not in self.ranges:
-                scope = ", ".join(sorted(self.ranges)) or "none"
+            n = ranges.get(var)
+            if n is None:
+                scope = ", ".join(sorted(ranges)) or "none"
                 self.fail(f"{what} uses unbound variable {var!r} (in scope: {scope})")
-            top = s * (max(self.ranges[var], 1) - 1)
-            lo, hi = lo + min(0, top), hi + max(0, top)
-        return lo, hi
-
-    def span(self, a: Affine, width: int, limit: int, what: str) -> tuple[int, int]:
-        lo, hi = self.bounds(a, what)
+            top = s * (max(n, 1) - 1)
+            if top < 0:
+                lo += top
+            else:
+                hi += top
         if lo < 0 or hi + width > limit:
             self.fail(f"{what} spans [{lo}, {hi + width}) outside [0, {limit})")
-        return lo, hi
 
     def bufref(self, r: BufRef, what: str, size: int | None = None) -> None:
-        if r.buf not in self.sizes:
+        n = self.sizes.get(r.buf)
+        if n is None:
             self.fail(f"{what} names unknown buffer {r.buf!r} (known: {', '.join(self.sizes)})")
-        if not r.shape or any(d <= 0 for d in r.shape):
+        if not r.shape or min(r.shape) <= 0:
             self.fail(f"{what} shape {r.shape} must have positive dimensions")
         if size is not None and r.size != size:
             self.fail(f"{what} has {r.size} elements, the instruction moves {size}")
-        self.span(r.offset, r.size, self.sizes[r.buf], f"{what} window of {r.buf!r}")
+        self.span(r.offset, r.size, n, f"{what} window of {r.buf!r}")
 
     def per_channel(self, r: BufRef, what: str) -> None:
         """Channels of one stream must write disjoint windows."""
-        stride = dict(r.offset.terms).get("ch", 0)
-        if len(self.stream.channels) > 1 and abs(stride) < r.size:
-            self.fail(f"{what} windows of different channels overlap: give the offset a "
-                      f"ch stride of at least {r.size}")
+        if self.multi:
+            stride = next((s for v, s in r.offset.terms if v == "ch"), 0)
+            if abs(stride) < r.size:
+                self.fail(f"{what} windows of different channels overlap: give the offset a "
+                          f"ch stride of at least {r.size}")
 
     # ---- walking ----------------------------------------------------------------------
-    def nodes(self, nodes: tuple[Node, ...], path: str) -> None:
+    def nodes(self, nodes: tuple[Node, ...]) -> None:
+        path = self.path
+        depth = len(path)
+        path.append("")
         for i, node in enumerate(nodes):
-            here = f"{path}[{i}]"
-            if isinstance(node, Loop):
-                self.where = f"{self.stream.name} {here} loop[{node.var}]"
-                if node.var in self.ranges:
-                    self.fail(f"loop variable {node.var!r} shadows a variable in scope")
-                if node.count < 0:
-                    self.fail(f"loop count {node.count} must be >= 0")
-                self.ranges[node.var] = node.count
-                self.nodes(node.body, f"{here}.loop[{node.var}]")
-                del self.ranges[node.var]
+            path[depth] = f"[{i}]"
+            if type(node) is Loop:
+                self.loop(node)
             else:
-                self.where = f"{self.stream.name} {here} {getattr(node, 'op', type(node))}"
+                self.label = f" {getattr(node, 'op', type(node).__name__)}"
                 self.instr(node)
+                self.label = ""
+        path.pop()
+
+    def loop(self, node: Loop) -> None:
+        self.label = f" loop[{node.var}]"
+        if node.var in self.ranges:
+            self.fail(f"loop variable {node.var!r} shadows a variable in scope")
+        if node.count < 0:
+            self.fail(f"loop count {node.count} must be >= 0")
+        self.label = ""
+        self.ranges[node.var] = node.count
+        self.path.append(f".loop[{node.var}]")
+        self.nodes(node.body)
+        self.path.pop()
+        del self.ranges[node.var]
 
     def instr(self, ins: Instr) -> None:
-        host = self.stream.engine == "host"
-        if not isinstance(ins, Instr):
-            self.fail(f"{type(ins).__name__} is not an instruction")
-        if host and not isinstance(ins, HostOp | Signal | Wait):
-            self.fail("the host stream runs only host ops, signals and waits")
-        if not host and isinstance(ins, HostOp):
-            self.fail("host ops belong in the host stream, not a PIM stream")
-        if isinstance(ins, Signal | Wait):
+        kind = type(ins)
+        if kind is Signal:
+            self.signals.setdefault(ins.token, set()).add(self.stream.name)
             return
-        if isinstance(ins, HostOp):
+        if kind is Wait:
+            self.waits.extend((self.stream.name, t) for t in ins.tokens)
+            return
+        if not isinstance(ins, Instr):
+            self.fail(f"{kind.__name__} is not an instruction")
+        if kind is HostOp:
+            if not self.host:
+                self.fail("host ops belong in the host stream, not a PIM stream")
             self.host_op(ins)
             return
-        if isinstance(ins, WrGb):
+        if self.host:
+            self.fail("the host stream runs only host ops, signals and waits")
+        if kind is WrGb:
             self.bufref(ins.src, "src")
-            self.span(ins.gb, ins.src.size, self.hw.gb_elems, "global buffer")
+            self.span(ins.gb, ins.src.size, self.gb, "global buffer")
             return
-        self.pim(ins)
+        self.pim(ins, kind)
 
     def host_op(self, ins: HostOp) -> None:
         spec = HOST_OPS.get(ins.kind)
@@ -135,49 +164,55 @@ class _Checker:
             self.bufref(r, f"ins[{k}]")
         self.bufref(ins.outs[0], "outs[0]")
 
-    def pim(self, ins: Instr) -> None:
+    def pim(self, ins: Instr, kind: type) -> None:
         hw, p = self.hw, self.hw.pim
-        nbanks = hw.org.banks_per_channel
+        if kind not in _BANK_OPS:
+            self.fail(f"{kind.__name__} is not a PIM instruction")
         bank, step = ins.bank, getattr(ins, "step", 0)
-        if not 0 <= bank < nbanks:
-            self.fail(f"bank {bank} outside [0, {nbanks})")
-        if not 0 <= step < nbanks:
-            self.fail(f"step {step} outside [0, {nbanks})")
-        if isinstance(ins, _UNIT_OPS) and step and step % p.banks_per_unit:
+        if not 0 <= bank < self.nbanks:
+            self.fail(f"bank {bank} outside [0, {self.nbanks})")
+        if not 0 <= step < self.nbanks:
+            self.fail(f"step {step} outside [0, {self.nbanks}): a step that reaches past the "
+                      "last bank addresses one bank, which is step 0")
+        if step and step % self.bpu and kind in _UNIT_OPS:
             self.fail(f"step {step} makes banks share a unit: use a multiple of "
-                      f"banks_per_unit ({p.banks_per_unit})")
-        if isinstance(ins, Act):
-            self.span(ins.row, 1, hw.org.rows_per_bank, "row")
-        ncols = getattr(ins, "ncols", 1)
-        if hasattr(ins, "col"):
+                      f"banks_per_unit ({self.bpu})")
+        if kind is Act:
+            self.span(ins.row, 1, self.rows, "row")
+            return
+        if kind is Pre:
+            return
+        if kind is Mac or kind is Ew or kind is WrAcc or kind is RdBank or kind is WrBank:
+            ncols = getattr(ins, "ncols", 1)
             if ncols < 1:
                 self.fail(f"ncols {ncols} must be >= 1")
-            self.span(ins.col, ncols, hw.columns_per_row, "columns")
-        if hasattr(ins, "reg"):
+            self.span(ins.col, ncols, self.ncols, "columns")
+        if kind is not RdBank and kind is not WrBank:
             nregs = getattr(ins, "nregs", 1)
             if nregs < 1:
                 self.fail(f"nregs {nregs} must be >= 1")
-            self.span(ins.reg, nregs, p.registers, "registers")
-        if isinstance(ins, _LANE_OPS) and p.register_lanes != p.lanes:
+            self.span(ins.reg, nregs, self.regs, "registers")
+        if kind in _LANE_OPS and p.register_lanes != p.lanes:
             self.fail(f"{ins.op} needs register_lanes ({p.register_lanes}) == lanes ({p.lanes})")
-        if isinstance(ins, Ew | Af) and not p.elementwise:
-            self.fail(f"{hw.name} has no in-bank element-wise unit")
-        if isinstance(ins, Ew) and ins.fn not in EW_FUNCTIONS:
-            self.fail(f"element-wise fn {ins.fn!r} unknown (known: {', '.join(EW_FUNCTIONS)})")
-        if isinstance(ins, Af) and ins.fn not in p.activation_functions:
-            self.fail(f"activation {ins.fn!r} not on {hw.name} "
-                      f"(available: {', '.join(p.activation_functions) or 'none'})")
-        if isinstance(ins, Mac):
+        if kind is Ew or kind is Af:
+            if not p.elementwise:
+                self.fail(f"{hw.name} has no in-bank element-wise unit")
+            if kind is Ew and ins.fn not in EW_FUNCTIONS:
+                self.fail(f"element-wise fn {ins.fn!r} unknown (known: {', '.join(EW_FUNCTIONS)})")
+            if kind is Af and ins.fn not in p.activation_functions:
+                self.fail(f"activation {ins.fn!r} not on {hw.name} "
+                          f"(available: {', '.join(p.activation_functions) or 'none'})")
+        elif kind is Mac:
             self.mac(ins)
-        elif isinstance(ins, RdAcc):
+        elif kind is RdAcc:
             units = len(hw.bank_targets(bank, step))
             self.bufref(ins.dst, "dst", units * ins.nregs * p.register_lanes)
             self.per_channel(ins.dst, "dst")
-        elif isinstance(ins, RdBank):
-            self.bufref(ins.dst, "dst", ncols * p.lanes)
+        elif kind is RdBank:
+            self.bufref(ins.dst, "dst", ins.ncols * p.lanes)
             self.per_channel(ins.dst, "dst")
-        elif isinstance(ins, WrBank):
-            self.bufref(ins.src, "src", ncols * p.lanes)
+        elif kind is WrBank:
+            self.bufref(ins.src, "src", ins.ncols * p.lanes)
 
     def mac(self, ins: Mac) -> None:
         p = self.hw.pim
@@ -191,22 +226,24 @@ class _Checker:
             self.fail(f"{ins.mode} mode needs register_lanes ({p.register_lanes}) == "
                       f"lanes ({p.lanes})")
         width = ins.ncols if ins.mode == "bcast" else ins.ncols * p.lanes
-        self.span(ins.gb, width, self.hw.gb_elems, "global buffer")
+        self.span(ins.gb, width, self.gb, "global buffer")
 
 
 def _program_rules(program: Program, hw: Hardware) -> None:
-    names = [b.name for b in program.buffers]
+    names: set[str] = set()
     for b in program.buffers:
-        if names.count(b.name) > 1:
+        if b.name in names:
             raise ProgramError(f"buffer {b.name!r} is declared twice")
+        names.add(b.name)
         if b.dtype not in DTYPE_BYTES or b.size <= 0:
             raise ProgramError(f"buffer {b.name!r}: dtype must be one of {sorted(DTYPE_BYTES)} "
                                f"and size > 0, got {b.dtype!r}, {b.size}")
-    streams = [s.name for s in program.streams]
+    streams: set[str] = set()
     owner: dict[int, str] = {}
     for s in program.streams:
-        if streams.count(s.name) > 1:
+        if s.name in streams:
             raise ProgramError(f"stream name {s.name!r} is used twice")
+        streams.add(s.name)
         if s.engine not in ("host", "pim"):
             raise ProgramError(f"{s.name}: engine {s.engine!r} must be 'host' or 'pim'")
         if s.engine != "pim":
@@ -222,28 +259,19 @@ def _program_rules(program: Program, hw: Hardware) -> None:
             owner[c] = s.name
 
 
-def _sync(nodes: tuple[Node, ...], kind: type) -> list[Instr]:
-    out: list[Instr] = []
-    for n in nodes:
-        out += _sync(n.body, kind) if isinstance(n, Loop) else [n] if isinstance(n, kind) else []
-    return out
-
-
-def _token_rules(program: Program) -> None:
-    producers: dict[str, set[str]] = {}
-    for s in program.streams:
-        for sig in _sync(s.body, Signal):
-            producers.setdefault(sig.token, set()).add(s.name)
-    for tok, who in producers.items():
+def _token_rules(signals: dict[str, set[str]], waits: list[tuple[str, str]]) -> None:
+    for tok, who in signals.items():
         if len(who) > 1:
             raise ProgramError(f"token {tok!r} is signalled by streams {sorted(who)}; "
                                "each token needs exactly one producing stream")
-    for s in program.streams:
-        for w in _sync(s.body, Wait):
-            for tok in w.tokens:
-                if tok not in producers:
-                    raise ProgramError(f"{s.name}: wait on token {tok!r} that no stream "
-                                       "signals")
+    for stream, tok in waits:
+        if tok not in signals:
+            raise ProgramError(f"{stream}: wait on token {tok!r} that no stream signals")
+
+
+# Programs already found valid, by (id, hardware fingerprint): programs are immutable, so
+# compiling, then timing, then executing one program checks it once.
+_VALID: weakref.WeakValueDictionary[tuple[int, str], Program] = weakref.WeakValueDictionary()
 
 
 def validate(program: Program, hw: Hardware | str) -> None:
@@ -252,7 +280,13 @@ def validate(program: Program, hw: Hardware | str) -> None:
     ``hw`` is a Hardware or anything :func:`sim.hwio.load_hardware` accepts.
     """
     hw = load_hardware(hw)
+    key = (id(program), hw.fingerprint)
+    if _VALID.get(key) is program:
+        return
     _program_rules(program, hw)
-    _token_rules(program)
+    signals: dict[str, set[str]] = {}
+    waits: list[tuple[str, str]] = []
     for s in program.streams:
-        _Checker(program, hw, s).nodes(s.body, "body")
+        _Checker(program, hw, s, signals, waits).nodes(s.body)
+    _token_rules(signals, waits)
+    _VALID[key] = program

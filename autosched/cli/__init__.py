@@ -1,7 +1,8 @@
 """The ``autosched`` command line: one module per command group, wired here.
 
 Every deliberate error (an :class:`AutoschedError`) prints one line naming the problem
-and exits with status 2; there is no traceback for bad input.
+and exits with its ``exit_code``: 2 for bad input, 1 for an internal compiler error;
+there is no traceback for either.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.run(args) or 0)
     except AutoschedError as e:
         print("autosched: error: " + " ".join(str(e).split()), file=sys.stderr)
-        return 2
+        return e.exit_code
     except KeyboardInterrupt:
         print("autosched: interrupted", file=sys.stderr)
         return 130

@@ -22,9 +22,10 @@ from typing import ClassVar
 
 from search_spaces import Schedule, Space, Workload
 from search_spaces.errors import ScheduleError
-from sim.errors import AutoschedError
+from sim.errors import AutoschedError, InternalError, ProgramError
 from sim.hardware import Hardware
 from sim.kernels import Kernel
+from sim.validate import validate
 
 __all__ = ["LOWERINGS", "Lowering", "build", "lowering_for", "register"]
 
@@ -77,10 +78,12 @@ def lowering_for(workload: Workload) -> Lowering:
 
 
 def build(workload: Workload, schedule: Schedule | dict | None, hw: Hardware) -> Kernel:
-    """Validate ``schedule`` against the family's space, then lower it.
+    """Validate ``schedule`` against the family's space, lower it, validate the program.
 
     ``None`` means the default schedule. A point outside the space raises
-    :class:`ScheduleError` listing every reason, before any code is generated.
+    :class:`ScheduleError` listing every reason, before any code is generated. A program
+    the instruction set rejects is a bug of the lowering, raised as :class:`InternalError`
+    naming the family, the workload and the schedule.
     """
     low = lowering_for(workload)
     space = low.space(workload, hw)
@@ -94,4 +97,12 @@ def build(workload: Workload, schedule: Schedule | dict | None, hw: Hardware) ->
     else:
         point = dict(schedule)
     space.check(point)
-    return low.lower(workload, point, hw)
+    kernel = low.lower(workload, point, hw)
+    try:
+        validate(kernel.program, hw)
+    except ProgramError as e:
+        key = Schedule.of(space, point).key
+        raise InternalError(f"internal compiler error: the {workload.op} lowering of "
+                            f"{workload.key} with schedule {key} on {hw.name} produced an "
+                            f"invalid program: {e}") from e
+    return kernel

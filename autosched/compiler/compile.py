@@ -23,9 +23,11 @@ from autosched.frontend import LlamaModel, ModelConfig, OpGraph, OpNode, get_mod
 from autosched.fusion import TOKEN_IDS, FusedView, operands, output_width
 from autosched.lookup import LookupResult, lookup
 from search_spaces import Schedule, Workload
+from sim.errors import InternalError, ProgramError
 from sim.hardware import Hardware
 from sim.hwio import load_hardware
 from sim.kernels import Kernel
+from sim.validate import validate
 
 from .glue import gather
 from .graph import model_graph
@@ -208,6 +210,11 @@ def compile_model(model: str | ModelConfig, hw: str | Hardware, *,
     for n in graph:
         b.add(n)
     linked = link(b.frags, hw, name=f"{cfg.name}_{graph.phase}")
+    try:  # every kernel was validated by build(); what is left to break is the linking
+        validate(linked.program, hw)
+    except ProgramError as e:
+        raise InternalError(f"internal compiler error: linking {cfg.name} {graph.phase} on "
+                            f"{hw.name} produced an invalid program: {e}") from e
     logits = next((n.name for n in graph if n.role == "lm_head"), graph.nodes[-1].name)
     token = next((n.name for n in graph if n.role == "argmax"), logits)
     return CompiledModel(cfg, graph, hw, linked, b.choices, b.kernels, b.home(logits)[0],

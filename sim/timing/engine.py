@@ -12,10 +12,11 @@ from __future__ import annotations
 import gc
 from collections.abc import Iterator
 
-from ..errors import ProgramError, SimError
+from ..errors import SimError
 from ..hardware import Hardware
 from ..hwio import load_hardware
 from ..program import Program, Stream
+from ..validate import validate
 from .channel import Channel
 from .compile import Compiled, compile_stream
 from .extrapolate import run_loop
@@ -53,26 +54,6 @@ def _loop(st, env: dict, a: tuple) -> None:
     run_loop(st, env, a, _plain)
 
 
-def _check_streams(hw: Hardware, prog: Program) -> None:
-    used: dict[int, str] = {}
-    for s in prog.streams:
-        if s.engine not in ("host", "pim"):
-            raise ProgramError(f"stream {s.name!r}: engine {s.engine!r} is neither host nor pim")
-        if s.engine != "pim":
-            continue
-        if not s.channels:
-            raise ProgramError(f"PIM stream {s.name!r} has no channels; list at least one")
-        for c in s.channels:
-            if not 0 <= c < hw.org.channels:
-                raise ProgramError(f"stream {s.name!r}: channel {c} out of range "
-                                   f"(0..{hw.org.channels - 1})")
-            if c in used:
-                raise ProgramError(f"streams {used[c]!r} and {s.name!r} both use channel {c}")
-            used[c] = s.name
-    if len({s.name for s in prog.streams}) != len(prog.streams):
-        raise ProgramError("stream names must be unique")
-
-
 Folded = tuple[Stream, Compiled, list[list[str]], list[Stream]]
 
 
@@ -89,9 +70,7 @@ def _fold(hw: Hardware, program: Program, producer: dict[str, str]) -> list[Fold
     for s in program.streams:
         body, signals = compile_stream(hw, program, s)
         for tok in signals:
-            if producer.setdefault(tok, s.name) != s.name:
-                raise ProgramError(f"token {tok!r} is signalled by streams {producer[tok]!r} "
-                                   f"and {s.name!r}; give each its own token")
+            producer[tok] = s.name
         rep = groups.get(body) if s.engine == "pim" else None
         if rep is None:
             rep = (s, body, [[tok] for tok in signals], [s])
@@ -108,6 +87,9 @@ def _fold(hw: Hardware, program: Program, producer: dict[str, str]) -> list[Fold
 def simulate(program: Program, hw: Hardware | str, *, extrapolate: bool = True) -> SimResult:
     """Time ``program`` on ``hw`` (a Hardware or anything ``load_hardware`` accepts).
 
+    The program is validated first (:func:`sim.validate.validate`): an invalid one raises
+    :class:`~sim.errors.ProgramError` and is never timed.
+
     The cyclic garbage collector is paused meanwhile: the simulator allocates many small
     acyclic tuples, and collections over a large program's objects would dominate.
     """
@@ -121,7 +103,7 @@ def simulate(program: Program, hw: Hardware | str, *, extrapolate: bool = True) 
 
 
 def _simulate(program: Program, hw: Hardware, extrapolate: bool) -> SimResult:
-    _check_streams(hw, program)
+    validate(program, hw)  # the one rule set: nothing invalid is ever timed
     table, producer = SyncTable(), {}
     states: list[tuple[int, Channel | HostEngine]] = []
     active = []

@@ -104,3 +104,44 @@ def test_cli_unknown_model_exits_2(capsys) -> None:
     assert main(["simulate", "--model", "nope-7b"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("autosched: error:") and "nope-7b" in err and len(err.splitlines()) == 1
+
+
+# head_dim 16: the weighted sum on PIM puts V on one unit per channel, addressed as a
+# single bank (its unit stride reaches past the last bank)
+HD16 = ModelConfig("llama", hidden=96, intermediate=200, layers=1, heads=6, kv_heads=2,
+                   head_dim=16, vocab=300, max_positions=32, name="hd16")
+
+
+@pytest.mark.parametrize("hw", ["hbm-pim", "aim-gddr6"])
+def test_head_dim_16_generation_matches_torch(hw: str) -> None:
+    rep = run_check(HD16, hw, steps=3)
+    assert rep.passed, rep.to_dict()
+
+
+def test_invalid_lowering_is_an_internal_error_exit_1(monkeypatch, capsys) -> None:
+    """A lowering that emits an invalid program is stopped before timing, named, exit 1."""
+    import dataclasses
+
+    from autosched.codegen.lowering import lowering_for
+    from search_spaces import Workload
+    from sim.isa import Pre
+    from sim.program import Stream
+
+    low = lowering_for(Workload.make("rmsnorm", m=1, n=8))
+    real = type(low).lower
+
+    def broken(self, workload, point, hw):
+        k = real(self, workload, point, hw)
+        bad = Stream("pimX", "pim", (0,), (Pre(0, hw.org.banks_per_channel),))
+        prog = dataclasses.replace(k.program, streams=(*k.program.streams, bad))
+        return dataclasses.replace(k, program=prog)
+
+    monkeypatch.setattr(type(low), "lower", broken)
+    compile_mod._build.cache_clear()  # kernels built by earlier tests would hide the bug
+    try:
+        assert main(["simulate", "--model", "llama-tiny", "--context", "8"]) == 1
+    finally:
+        compile_mod._build.cache_clear()
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "internal compiler error" in err
+    assert "lowering of" in err and "with schedule" in err and "step 16 outside" in err

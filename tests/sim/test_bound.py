@@ -22,6 +22,7 @@ from sim.isa import (
     Wait,
     WrBank,
     WrGb,
+    aff,
 )
 from sim.kernels import gemv
 from sim.program import Buffer, Loop, Program, Stream
@@ -58,15 +59,21 @@ def test_library_gemv_above_bound(hw_name: str) -> None:
     assert simulate(p, hw).latency_ns >= bound(p, hw).ns
 
 
+def _out(n: int, buf: str = "x") -> BufRef:
+    """A read-out window of ``n`` elements, one per channel (1024 apart)."""
+    return BufRef(buf, aff(0, ch=1024), (n,))
+
+
 def _blocks(bpu: int) -> list[tuple]:
     """Well-formed command groups (each leaves every bank closed)."""
+    units = 16 // bpu
     return [
         (Act(0, 1, 0), Mac(0, bpu, 0, 4, 0, 0, "bcast"), Pre(0, 1)),
         (Act(2, 0, 3), Mac(2, 0, 1, 7, 16, 1, "bcast"), Pre(2, 0)),
-        (Act(5, 0, 1), RdBank(5, 0, 3, ref(48)), Pre(5, 0)),
+        (Act(5, 0, 1), RdBank(5, 0, 3, _out(48)), Pre(5, 0)),
         (Act(6, 0, 2), WrBank(6, 2, 2, ref(32)), Pre(6, 0)),
         (WrGb(ref(64), 0),),
-        (ClrAcc(0, bpu, 0, 2), RdAcc(0, bpu, 0, 1, ref(256, "y"))),
+        (ClrAcc(0, bpu, 0, 2), RdAcc(0, bpu, 0, 1, _out(16 * units, "y"))),
         (Act(4, 0, 0), Act(1, 0, 0), Act(7, 0, 0), Act(3, 0, 0), Pre(0, 1)),
         (Act(0, bpu, 9), Ew(0, bpu, "mov", 0, 1), Ew(0, bpu, "add", 1, 1), Pre(0, bpu)),
     ]

@@ -23,8 +23,8 @@ def lat(*body, **hw) -> float:
 
 def test_trcd_and_cl_read():
     # Act @0, RdBank @tRCD=10, data 15..19 (CL 5, 32 B at 8 GB/s = 4).
-    assert lat(Act(0, 0, 0), RdBank(0, 0, 1, ref(8))) == pytest.approx(19)
-    assert lat(Act(0, 0, 0), RdBank(0, 0, 1, ref(8)), timing__cl=9) == pytest.approx(23)
+    assert lat(Act(0, 0, 0), RdBank(0, 0, 1, ref(16))) == pytest.approx(19)
+    assert lat(Act(0, 0, 0), RdBank(0, 0, 1, ref(16)), timing__cl=9) == pytest.approx(23)
 
 
 def test_trcd_mac():
@@ -71,13 +71,13 @@ def test_tfaw_single_and_multi_bank():
 
 def test_twr():
     # WrBank @tRCD_WR=6; Pre >= 6 + CWL 3 + burst 2 + tWR 20 = 31 (> tRAS).
-    body = (Act(0, 0, 0), WrBank(0, 0, 1, ref(8)), Pre(0, 0))
+    body = (Act(0, 0, 0), WrBank(0, 0, 1, ref(16)), Pre(0, 0))
     assert lat(*body, timing__twr=20) == pytest.approx(32)
     assert lat(*body) == pytest.approx(21)  # tWR 7: tRAS decides
 
 
 def test_trtp():
-    body = (Act(0, 0, 0), RdBank(0, 0, 1, ref(8)), Pre(0, 0))
+    body = (Act(0, 0, 0), RdBank(0, 0, 1, ref(16)), Pre(0, 0))
     assert lat(*body, timing__trtp=15) == pytest.approx(26)  # Pre @10+15
     assert lat(*body) == pytest.approx(21)  # tRTP 3: tRAS decides
 
@@ -85,10 +85,10 @@ def test_trtp():
 def test_data_bus_serialises_transfers():
     # 16-bit bus at 2 Gbps: 4 GB/s, 8 cycles per 32 B. RdBank @10, data 15..23;
     # WrGb @11 would start at 14 but waits for the bus: 23..31.
-    body = (Act(0, 0, 0), RdBank(0, 0, 1, ref(8)), WrGb(ref(16), 0))
+    body = (Act(0, 0, 0), RdBank(0, 0, 1, ref(16)), WrGb(ref(16), 0))
     assert lat(*body, bus__width_bits=16) == pytest.approx(31)
     # Four columns every tCCD_L = 4 but 8 cycles each on the bus: 15 + 4 x 8.
-    assert lat(Act(0, 0, 0), RdBank(0, 0, 4, ref(32)), bus__width_bits=16) == pytest.approx(47)
+    assert lat(Act(0, 0, 0), RdBank(0, 0, 4, ref(64)), bus__width_bits=16) == pytest.approx(47)
 
 
 def test_refresh_interval_and_cycle():
@@ -106,7 +106,7 @@ def test_refresh_closes_and_reopens_rows():
     res = simulate(prog(pim(*body)), easy_hw(timing__trefi=100))
     assert res.latency_ns == pytest.approx(160)
     # The row is open again: a read after it is a row miss at re-Act + tRCD.
-    res = simulate(prog(pim(*body, RdBank(0, 0, 1, ref(8)))), easy_hw(timing__trefi=100))
+    res = simulate(prog(pim(*body, RdBank(0, 0, 1, ref(16)))), easy_hw(timing__trefi=100))
     assert res.latency_ns == pytest.approx(168 + 5 + 4)
     assert (res.row_misses, res.row_hits) == (1, 0)
     assert res.energy_breakdown["activate"] == pytest.approx(2 * 100.0)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from sim.errors import ProgramError, SimError
-from sim.isa import Act, ClrAcc, Ew, Mac, Pre, RdAcc, Signal, Wait, WrGb
+from sim.isa import Act, BufRef, ClrAcc, Ew, Mac, Pre, RdAcc, Signal, Wait, WrGb, aff
 from sim.program import Program
 from sim.timing import SimResult, simulate
 
@@ -57,7 +57,8 @@ def test_signal_in_a_loop_is_consumed_in_order():
 
 
 def test_deadlock_names_stream_and_token():
-    with pytest.raises(SimError, match=r"'pim'.*'never'"):
+    # a wait on a token nobody signals is caught before timing, by the validator
+    with pytest.raises(ProgramError, match=r"pim: wait on token 'never'"):
         simulate(prog(pim(Wait(("never",)), ClrAcc(0, 0, 0))), easy_hw())
     cyc = prog(host(Wait(("a",)), Signal("b")), pim(Wait(("b",)), Signal("a")))
     with pytest.raises(SimError, match="deadlock"):
@@ -78,7 +79,7 @@ def test_token_with_two_producers_is_rejected():
     ((ClrAcc(0, 0, 3, 2),), ProgramError, "register"),
     ((Act(0, 0, 0), Mac(0, 0, 0, 1, 0, 4)), ProgramError, "register"),
     ((Act(0, 0, 0), Mac(0, 0, 30, 4, 0, 0)), ProgramError, "column"),
-    ((WrGb(ref(32), 120),), ProgramError, "global-buffer"),
+    ((WrGb(ref(32), 120),), ProgramError, "global buffer"),
     ((Act(0, 0, 0), Mac(0, 0, 0, 1, 0, 0, mode="nope")), ProgramError, "mode"),
 ])
 def test_errors(body, exc, pattern):
@@ -88,8 +89,8 @@ def test_errors(body, exc, pattern):
 
 def test_two_banks_on_one_unit_is_rejected():
     hw = easy_hw(pim__banks_per_unit=2)
-    for ins in (Mac(0, 1, 0, 1, 0, 0), ClrAcc(0, 1, 0), RdAcc(0, 1, 0, 1, ref(8))):
-        with pytest.raises(ProgramError, match="one PIM unit"):
+    for ins in (Mac(0, 1, 0, 1, 0, 0), ClrAcc(0, 1, 0), RdAcc(0, 1, 0, 1, ref(128))):
+        with pytest.raises(ProgramError, match="share a unit"):
             simulate(prog(pim(Act(0, 1, 0), ins)), hw)
     assert simulate(prog(pim(Act(0, 1, 0), Mac(0, 2, 0, 1, 0, 0))), hw).latency_ns > 0
 
@@ -116,7 +117,8 @@ def test_counts_energy_and_hits():
 
 
 def test_channels_scale_counts_not_latency():
-    body = (WrGb(ref(64), 0), Act(0, 1, 0), Mac(0, 1, 0, 4, 0, 0), RdAcc(0, 1, 0, 1, ref(128)))
+    out = BufRef("y", aff(0, ch=128), (128,))
+    body = (WrGb(ref(64), 0), Act(0, 1, 0), Mac(0, 1, 0, 4, 0, 0), RdAcc(0, 1, 0, 1, out))
     one = simulate(prog(pim(*body)), easy_hw())
     four = simulate(prog(pim(*body, channels=(0, 1, 2, 3))), easy_hw())
     assert four.latency_ns == pytest.approx(one.latency_ns)
@@ -135,7 +137,14 @@ def test_result_is_json_ready_and_streams_are_checked():
     assert json.loads(json.dumps(res.to_dict()))["latency_ns"] == pytest.approx(1)
     with pytest.raises(ProgramError, match="channel 0"):
         simulate(prog(pim(), pim(name="b")), easy_hw())
-    with pytest.raises(ProgramError, match="out of range"):
+    with pytest.raises(ProgramError, match=r"channel 9 outside \[0, 4\)"):
         simulate(prog(pim(channels=(9,))), easy_hw())
     with pytest.raises(ProgramError, match="host stream"):
         simulate(Program((host(Act(0, 0, 0)),), ()), easy_hw())
+
+
+def test_invalid_program_is_never_timed():
+    """A step reaching past the last bank would address one bank; the simulator refuses it
+    (the validator is its first step) instead of timing it."""
+    with pytest.raises(ProgramError, match="step 8 outside"):
+        simulate(prog(pim(ClrAcc(0, 8, 0))), easy_hw())

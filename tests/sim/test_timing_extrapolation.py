@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 
 from sim.hardware import Hardware
 from sim.hwio import load_hardware
-from sim.isa import Act, ClrAcc, Ew, Mac, Pre, RdAcc, RdBank, WrGb, aff
-from sim.program import Loop, Program
+from sim.isa import Act, BufRef, ClrAcc, Ew, Mac, Pre, RdAcc, RdBank, WrGb, aff
+from sim.program import Buffer, Loop, Program
 from sim.timing import simulate
 from sim.timing.channel import Channel
 
@@ -32,6 +32,7 @@ def gemv_program(hw: Hardware, n: int, k: int) -> Program:
     rows = p.registers // per_row  # rows per k tile and output block
     blocks = n // (o.channels * hw.units_per_channel * p.registers)
     tiles = k // tile
+    width = hw.units_per_channel * p.registers * p.register_lanes
     body = Loop("b", blocks, (
         ClrAcc(0, step, 0, p.registers),
         Loop("t", tiles, (
@@ -44,9 +45,11 @@ def gemv_program(hw: Hardware, n: int, k: int) -> Program:
                 Pre(0, step),
             )),
         )),
-        RdAcc(0, step, 0, p.registers, ref(16)),
+        RdAcc(0, step, 0, p.registers, BufRef("y", aff(0, b=width, ch=blocks * width),
+                                              (width,))),
     ))
-    return Program((pim(body, channels=tuple(range(o.channels))),), BUFFERS)
+    y = Buffer("y", "fp32", o.channels * blocks * width)
+    return Program((pim(body, channels=tuple(range(o.channels))),), (BUFFERS[0], y))
 
 
 def agree(p: Program, hw: Hardware, rel: float = 0.005, exact: bool = True) -> tuple:
@@ -81,7 +84,7 @@ def test_nested_loops_with_frequent_refresh():
     hw = easy_hw(timing__trefi=400)
     inner = Loop("j", 13, (Act(0, 1, 0), Mac(0, 1, 0, 3, 0, 0), Ew(1, 0, "mul", 0, 1), Pre(0, 1)))
     body = Loop("i", 37, (WrGb(ref(128), 0), inner, RdAcc(0, 1, 0, 2, ref(256)),
-                          Loop("k", 5, (Act(3, 0, 0), RdBank(3, 0, 2, ref(16)), Pre(3, 0)))))
+                          Loop("k", 5, (Act(3, 0, 0), RdBank(3, 0, 2, ref(32)), Pre(3, 0)))))
     fast, _ = agree(prog(pim(body)), hw)
     assert fast.refreshes > 10
 
@@ -122,7 +125,7 @@ def test_extrapolation_skips_work(monkeypatch):
 BLOCKS = [
     (Act(0, 1, 0), Mac(0, 1, 0, 2, 0, 0), Pre(0, 1)),
     (Act(2, 0, 0), Mac(2, 0, 0, 5, 16, 1), Pre(2, 0)),
-    (Act(5, 0, 0), RdBank(5, 0, 3, ref(24)), Pre(5, 0)),
+    (Act(5, 0, 0), RdBank(5, 0, 3, ref(48)), Pre(5, 0)),
     (WrGb(ref(32), 0),),
     (ClrAcc(0, 2, 0, 2), RdAcc(0, 2, 0, 1, ref(64))),
     (Act(4, 0, 0), Act(1, 0, 0), Act(6, 0, 0), Act(3, 0, 0), Pre(0, 1)),

@@ -12,8 +12,8 @@ import pytest
 from sim.bound import bound
 from sim.hardware import Hardware
 from sim.hwio import load_hardware
-from sim.isa import Act, Mac, Pre, RdAcc, Signal, Wait, WrGb, aff
-from sim.program import Loop, Program
+from sim.isa import Act, BufRef, Mac, Pre, RdAcc, Signal, Wait, WrGb, aff
+from sim.program import Buffer, Loop, Program
 from sim.timing import simulate
 from sim.timing.channel import Channel
 
@@ -40,11 +40,13 @@ def mac_calls(monkeypatch) -> list[int]:
 def long_gemv(hw: Hardware, rows: int) -> Program:
     """One global-buffer tile against ``rows`` rows: all-bank Act, a Mac burst, Pre."""
     step, tcols = hw.pim.banks_per_unit, hw.gb_elems // hw.pim.lanes
+    units = hw.units_per_channel
     body = (WrGb(ref(hw.gb_elems), 0),
             Loop("i", rows, (Act(0, step, aff(0, i=1)), Mac(0, step, 0, tcols, 0, 0),
                              Pre(0, step))),
-            RdAcc(0, step, 0, 1, ref(16)))
-    return Program((pim(*body, channels=tuple(range(hw.org.channels))),), BUFFERS)
+            RdAcc(0, step, 0, 1, BufRef("y", aff(0, ch=16 * units), (16 * units,))))
+    return Program((pim(*body, channels=tuple(range(hw.org.channels))),),
+                   (*BUFFERS[:1], Buffer("y", "fp32", 16 * units * hw.org.channels)))
 
 
 @pytest.mark.parametrize("preset", ["hbm-pim", "aim-gddr6"])
@@ -95,7 +97,7 @@ def test_equal_loops_share_what_they_learnt(mac_calls):
 def spmd(names: tuple[str, ...], rows: int) -> Program:
     """A host op, then each PIM stream runs the same loop and signals its own token."""
     body = Loop("i", rows, (Act(0, 1, 0), Mac(0, 1, 0, 4, 0, 0), Pre(0, 1)))
-    pims = [pim(Wait(("go",)), body, RdAcc(0, 1, 0, 1, ref(16)), Signal(f"done.{n}"),
+    pims = [pim(Wait(("go",)), body, RdAcc(0, 1, 0, 1, ref(128)), Signal(f"done.{n}"),
                 name=n, channels=(k,)) for k, n in enumerate(names)]
     h = host(add_op(64), Signal("go"), Wait(tuple(f"done.{n}" for n in names)), add_op(64))
     return prog(h, *pims)

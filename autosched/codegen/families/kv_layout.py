@@ -97,7 +97,10 @@ class AttnPlan:
 
     @property
     def vstep(self) -> int:
-        return self.bpu * (self.U // self.uv)
+        """Bank step of the V units (every ``U / uv``-th unit); 0 when only the first unit
+        holds V, since a step reaching past the last bank is written as a single bank."""
+        step = self.bpu * (self.U // self.uv)
+        return step if step < self.NB else 0
 
     @property
     def lp(self) -> int:
