@@ -9,17 +9,14 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from autosched.measure.record import Measurement
 from search_spaces import Schedule, Workload
-from search_spaces.measurement import Measurement
 from sim.hardware import Hardware
 
 from .codegen.lowering import lowering_for
 from .database import Database
 
 __all__ = ["LookupResult", "lookup", "shape_distance"]
-
-KINDS = ("exact", "nearest", "default")
-
 
 @dataclass(frozen=True)
 class LookupResult:

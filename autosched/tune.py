@@ -24,18 +24,16 @@ from sim.hwio import load_hardware
 
 from .codegen.lowering import lowering_for
 from .database import Database, open_database
+from .defaults import DB_DEFAULT, DEFAULT_CONTEXT, DEFAULT_TRIALS, SAMPLERS
 from .report import EndToEnd, TaskReport, TuneReport
 
 if TYPE_CHECKING:  # the frontend loads torch: imported on use, so the CLI starts fast
     from .frontend import ModelConfig, OpGraph, Task
 
-__all__ = ["DEFAULT_CONTEXT", "DEFAULT_TRIALS", "FUSION_MODES", "default_cost_model",
+__all__ = ["FUSION_MODES", "default_cost_model",
            "fusion_plans", "merge_tasks", "tune"]
 
-DEFAULT_CONTEXT = 128
-DEFAULT_TRIALS = 96
 FUSION_MODES = ("auto", "none")
-SAMPLERS = ("tpe", "random", "cmaes", "nsga2", "motpe")
 
 
 def default_cost_model() -> str:
@@ -98,7 +96,7 @@ def _reused(db: Database, workloads: list[Workload], hw: Hardware) -> int:
 def tune(model: str | Path | ModelConfig, *, hw: str | Path | Hardware = "hbm-pim",
          phase: str = "decode", batch: int = 1, context: int | None = None,
          trials: int = DEFAULT_TRIALS, workers: int | None = None,
-         db: str | Path | Database = "autosched.db", seed: int = 0, sampler: str = "tpe",
+         db: str | Path | Database = DB_DEFAULT, seed: int = 0, sampler: str = "tpe",
          cost_model: str | object | None = None, fusion: str | dict | None = "none",
          progress: Callable | None = None) -> TuneReport:
     """Tune every workload of one inference step of ``model`` on ``hw`` and report.

@@ -1,46 +1,10 @@
 """The cost model's input: a fixed-length, family-independent vector per candidate.
 
-``log`` below is ``log2(1 + x)``. Per-channel counts are on the busiest channel of the
-program (see :mod:`cost_models.program_stats`). Slots, in order:
-
-program physics
-  log_bus_bytes        data-bus bytes per channel (broadcast + read-out + bank I/O)
-  log_commands         commands per channel (each column of a multi-column command)
-  log_columns          column commands per channel
-  log_group_columns    column commands on the busiest bank group
-  log_unit_columns     MAC / element-wise columns on the busiest PIM unit
-  log_bank_acts        row activations of the busiest bank
-  log_channel_acts     bank activations summed over one channel
-  cols_per_act         PIM columns per activation in the busiest bank (row reuse)
-  log_gb_writes        global-buffer write commands per channel
-  log_gb_bytes         global-buffer bytes per channel
-  log_acc_bytes        accumulator read-out bytes per channel
-  log_lanes_issued     MAC lane operations issued over the device
-  log_useful_macs      multiply-accumulates the workload needs (FLOPs / 2)
-  lane_util            useful / issued lanes (0 without MACs): padding waste
-  log_host_ops         host op count
-  log_host_flops       host FLOPs
-  log_host_bytes       host bytes
-  log_transfer_bytes   bytes over every channel's bus, device total
-  log_channels         channels used by PIM streams
-  channel_frac         channels used / channels of the device
-  pim_streams          number of PIM streams
-analytical model (``sim.bound.bound``; times in ns)
-  log_bound_ns         the program's bound
-  share_<r>            busiest stream's time on resource r / bound, r in cmd_bus,
-                       column_pipe, bank_group, pim_unit, data_bus, host
-  log_act_ns           busiest bank's activations x (tRCD_MAC + tRP)
-  log_faw_ns           a channel's activations / 4 x tFAW
-  log_bound_refresh_ns bound / (1 - tRFC / tREFI)
-hardware
-  log_channel_gbps, log_internal_gbps, log_pim_gflops, log_host_gflops, log_host_gbps,
-  trcd_mac_ns, trp_ns, tras_ns, tfaw_ns, refresh_duty (tRFC / tREFI), tck_ns,
-  pim_clock_ghz, lanes, registers, log_gb_bytes_hw, banks_per_unit, adder_tree,
-  host_overhead_ns
-family           family=<f> one-hot over ``search_spaces.FAMILIES``
-space            space_h0 .. space_h15: the space's own features hashed into 16 slots;
-                 slot and sign from a stable hash of the feature name, value
-                 ``sign(v) * log2(1 + |v|)``, colliding features add up
+Five groups of slots, named in :data:`FEATURE_NAMES` (``log`` is ``log2(1 + x)``; counts
+per channel are on the busiest channel, see :mod:`cost_models.program_stats`): program
+physics (the work each resource does), the analytical model (``sim.bound.bound`` and each
+resource's share of it), the hardware's figures, the family one-hot, and the space's own
+features hashed into ``SPACE_SLOTS`` signed slots (colliding features add up).
 """
 
 from __future__ import annotations
@@ -64,12 +28,21 @@ FEATURE_VERSION = 1
 SPACE_SLOTS = 16
 _RESOURCES = ("cmd_bus", "column_pipe", "bank_group", "pim_unit", "data_bus", "host")
 _PHYSICS = (
-    "log_bus_bytes", "log_commands", "log_columns", "log_group_columns", "log_unit_columns",
-    "log_bank_acts", "log_channel_acts", "cols_per_act", "log_gb_writes", "log_gb_bytes",
-    "log_acc_bytes", "log_lanes_issued", "log_useful_macs", "lane_util", "log_host_ops",
-    "log_host_flops", "log_host_bytes", "log_transfer_bytes", "log_channels", "channel_frac",
-    "pim_streams",
+    "log_bus_bytes",  # data-bus bytes per channel: broadcast + read-out + bank I/O
+    "log_commands",  # commands per channel, each column of a multi-column command
+    "log_columns", "log_group_columns",  # column commands: per channel, busiest bank group
+    "log_unit_columns",  # MAC / element-wise columns on the busiest PIM unit
+    "log_bank_acts", "log_channel_acts",  # activations: busiest bank, summed over a channel
+    "cols_per_act",  # PIM columns per activation in the busiest bank (row reuse)
+    "log_gb_writes", "log_gb_bytes", "log_acc_bytes",  # broadcast and read-out traffic
+    "log_lanes_issued", "log_useful_macs",  # MAC lane ops issued; MACs the workload needs
+    "lane_util",  # useful / issued lanes (0 without MACs): padding waste
+    "log_host_ops", "log_host_flops", "log_host_bytes",
+    "log_transfer_bytes",  # bytes over every channel's bus, device total
+    "log_channels", "channel_frac", "pim_streams",  # channels used (and their fraction)
 )
+# the bound, each resource's busiest-stream time over it, activation and tFAW times of the
+# busiest bank and channel, and the bound stretched by the refresh duty
 _BOUND = ("log_bound_ns", *(f"share_{r}" for r in _RESOURCES), "log_act_ns", "log_faw_ns",
           "log_bound_refresh_ns")
 _HW = (

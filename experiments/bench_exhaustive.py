@@ -26,11 +26,11 @@ from autosched.codegen.lowering import lowering_for
 from autosched.database import open_database
 from autosched.frontend import capture, tasks
 from autosched.measure import LocalRunner, MeasureInput, Runner
+from autosched.measure.record import Measurement
 from autosched.search import TaskTuner
 from cost_models import make_cost_model
 from experiments.bench_search_runs import ReplayRunner
 from search_spaces import Schedule, Workload
-from search_spaces.measurement import Measurement
 from sim.errors import AutoschedError
 from sim.hardware import Hardware
 from sim.hwio import load_hardware

@@ -16,6 +16,7 @@ import numpy as np
 from autosched.codegen.lowering import build, lowering_for
 from autosched.database import open_database
 from autosched.measure import MeasureInput, measure_one
+from autosched.measure.record import Measurement
 from cost_models import (
     FEATURE_NAMES,
     FEATURE_VERSION,
@@ -26,7 +27,6 @@ from cost_models import (
     pretrained,
 )
 from search_spaces import Schedule, Workload
-from search_spaces.measurement import Measurement
 from sim import SIM_VERSION
 from sim.errors import AutoschedError
 from sim.hwio import load_hardware

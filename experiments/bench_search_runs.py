@@ -22,10 +22,10 @@ from pathlib import Path
 import numpy as np
 
 from autosched.measure import MeasureInput, Runner, measure_one
+from autosched.measure.record import Measurement
 from autosched.search import TaskTuner
 from cost_models import XGBRegressionModel, load_cost_model
 from experiments.bench_search_data import CACHE, Case, CaseData, _rows, case_data
-from search_spaces.measurement import Measurement
 from sim.hwio import load_hardware
 
 STRATEGIES = ("random", "tpe", "autosched")

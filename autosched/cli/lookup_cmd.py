@@ -7,9 +7,8 @@ from pathlib import Path
 
 from sim.errors import AutoschedError
 
+from ..defaults import DB_DEFAULT
 from .output import kv_table, print_json
-
-DB_DEFAULT = "autosched.db"
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -12,11 +12,10 @@ from .output import kv_table, table
 if TYPE_CHECKING:
     from ..search import Progress
 
-DB_DEFAULT = "autosched.db"
-
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from ..tune import DEFAULT_CONTEXT, DEFAULT_TRIALS, FUSION_MODES, SAMPLERS
+    from ..defaults import DB_DEFAULT, DEFAULT_CONTEXT, DEFAULT_TRIALS, SAMPLERS
+    from ..tune import FUSION_MODES
 
     p = sub.add_parser("tune", help="tune every workload of a model and store the schedules")
     p.add_argument("--model", required=True, metavar="NAME|FILE",

@@ -2,11 +2,11 @@
 
 from .compile import CompiledModel, compile_model, host_schedule, plan_key
 from .figures import ModelFigures, plain_memory_ns, simulate_model
-from .graph import DEFAULT_CONTEXT, model_graph, with_context
+from .graph import model_graph, with_context
 from .run import RunReport, run_check, tolerance
 
 __all__ = [
-    "DEFAULT_CONTEXT", "CompiledModel", "ModelFigures", "RunReport", "compile_model",
+    "CompiledModel", "ModelFigures", "RunReport", "compile_model",
     "host_schedule", "model_graph", "plain_memory_ns", "plan_key", "run_check", "simulate_model",
     "tolerance", "with_context",
 ]

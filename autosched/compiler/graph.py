@@ -15,9 +15,10 @@ from functools import lru_cache
 from autosched.frontend import ModelConfig, OpGraph, capture, get_model_config
 from search_spaces import Workload
 
-__all__ = ["DEFAULT_CONTEXT", "model_graph", "with_attrs", "with_context"]
+from ..defaults import DEFAULT_CONTEXT
 
-DEFAULT_CONTEXT = 128
+__all__ = ["model_graph", "with_attrs", "with_context"]
+
 _BIASED = ("q_proj", "k_proj", "v_proj")
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import abc
 from collections.abc import Iterable
 
-from search_spaces.measurement import Measurement
+from autosched.measure.record import Measurement
 from search_spaces.schedule import Schedule
 from search_spaces.workload import Workload
 

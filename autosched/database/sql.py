@@ -14,7 +14,7 @@ import sqlalchemy as sa
 from sqlalchemy import event
 from sqlalchemy.exc import SQLAlchemyError
 
-from search_spaces.measurement import Measurement
+from autosched.measure.record import Measurement
 from search_spaces.schedule import Schedule
 from search_spaces.workload import Workload
 

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from autosched.measure.record import Measurement
 from search_spaces import Schedule, Workload
-from search_spaces.measurement import Measurement
 from sim import SIM_VERSION
 from sim.errors import AutoschedError
 from sim.hardware import Hardware
+from sim.program import Program
 from sim.timing import simulate
 
 from ..codegen.lowering import build, lowering_for
@@ -20,11 +21,17 @@ __all__ = ["MeasureInput", "Runner", "measure_one"]
 
 @dataclass(frozen=True)
 class MeasureInput:
-    """What to measure: one schedule of one workload on one hardware. Picklable."""
+    """What to measure: one schedule of one workload on one hardware. Picklable.
+
+    ``program`` is the schedule's lowered program when the caller already built it (the
+    search lowers candidates to rank them), so a candidate is lowered once; None means
+    :func:`measure_one` lowers it.
+    """
 
     workload: Workload
     schedule: Schedule
     hw: Hardware
+    program: Program | None = field(default=None, compare=False, repr=False)
 
     def describe(self) -> str:
         """``workload key / schedule key on hw name``, for error messages."""
@@ -41,8 +48,8 @@ def measure_one(inp: MeasureInput) -> Measurement:
     w, hw = inp.workload, inp.hw
     try:
         bound_ns = lowering_for(w).bound(w, hw)
-        kernel = build(w, inp.schedule, hw)
-        res = simulate(kernel.program, hw)
+        program = inp.program if inp.program is not None else build(w, inp.schedule, hw).program
+        res = simulate(program, hw)
     except AutoschedError as e:
         return Measurement.failed(w, inp.schedule, hw.fingerprint, hw.name, SIM_VERSION, str(e))
     return Measurement(w, inp.schedule, hw.fingerprint, hw.name, SIM_VERSION,

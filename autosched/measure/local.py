@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 
-from search_spaces.measurement import Measurement
+from autosched.measure.record import Measurement
 from sim.errors import AutoschedError
 
 from .base import MeasureInput, Runner, measure_one

@@ -154,8 +154,9 @@ class CandidatePool:
             self.pending[key] = Pending(point, [], cand)
         return ok
 
-    def trials_of(self, key: str) -> list[optuna.trial.Trial]:
-        """The trials of a pending point, creating one (enqueued, then asked) for an extra."""
+    def ensure_trial(self, key: str) -> list[optuna.trial.Trial]:
+        """Give a pending point a trial if it has none (an extra: enqueued, then asked);
+        returns its trials."""
         entry = self.pending[key]
         if not entry.trials:
             self.study.enqueue_trial(entry.point)

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from autosched.measure.record import Measurement
 from search_spaces import Workload
-from search_spaces.measurement import Measurement
 
 from ..measure import Runner
 from .study import SearchError

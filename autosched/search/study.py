@@ -9,10 +9,11 @@ from optuna.samplers import BaseSampler
 
 from sim.errors import AutoschedError
 
+from ..defaults import SAMPLERS
+
 __all__ = ["CONSTRAINT", "SAMPLERS", "SearchError", "learns_validity", "make_sampler",
            "make_study"]
 
-SAMPLERS = ("tpe", "random", "cmaes", "nsga2", "motpe")
 CONSTRAINT = "valid"  # trial constraint: violations of an invalid point (> 0 is infeasible)
 
 

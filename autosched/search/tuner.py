@@ -22,9 +22,9 @@ import numpy as np
 import optuna
 from optuna.trial import TrialState
 
+from autosched.measure.record import Measurement
 from cost_models.base import CostModel
 from search_spaces import Schedule, Workload
-from search_spaces.measurement import Measurement
 from sim import SIM_VERSION
 from sim.errors import check
 from sim.hardware import Hardware
@@ -175,10 +175,14 @@ class TaskTuner:
         if not chosen:
             self.exhausted = True  # neither the sampler nor the fallback found a new point
         self.pool.drop([k for k in keys if k not in chosen])
+        out = []
         for k in chosen:
-            self.pool.trials_of(k)
-        return [MeasureInput(self.workload, Schedule.of(self.space, self.pool.pending[k].point),
-                             self.hw) for k in chosen]
+            self.pool.ensure_trial(k)
+            entry = self.pool.pending[k]
+            program = entry.candidate.program if entry.candidate is not None else None
+            out.append(MeasureInput(self.workload, Schedule.of(self.space, entry.point),
+                                    self.hw, program))
+        return out
 
     def record(self, measurements: list[Measurement]) -> None:
         """Commit each measurement, then tell the study, then refit the cost model."""

@@ -12,7 +12,7 @@ from itertools import chain
 
 from ..errors import SimError
 from ..hardware import DTYPE_BYTES, Hardware
-from .stats import N_COUNTERS, C
+from .stats import N_COUNTERS, Count
 
 __all__ = ["NEG", "Banks", "cycles"]
 
@@ -134,8 +134,8 @@ class Banks:
             self.g_act[g] = t
         self.any_act, self.last = t, t
         self.faw = (self.faw + [t] * k)[-4:]
-        self.ctr[C.BANK_ACTS] += len(banks)
-        self.ctr[C.CMD_BUSY] += 1
+        self.ctr[Count.BANK_ACTS] += len(banks)
+        self.ctr[Count.CMD_BUSY] += 1
 
     def act(self, env: dict, a: tuple) -> None:
         banks, groups, k = a
@@ -148,7 +148,7 @@ class Banks:
                 break
             self.refresh()
         self._open(banks, groups, k, t)
-        self.ctr[C.ACT] += 1
+        self.ctr[Count.ACT] += 1
 
     def _pre_time(self, banks: tuple[int, ...], t: int) -> int:
         tras, trtp, wr_rec = self.tras, self.trtp, self.wr_rec
@@ -165,14 +165,14 @@ class Banks:
                 break
             self.refresh()
         self._close(banks, t)
-        self.ctr[C.PRE] += 1
+        self.ctr[Count.PRE] += 1
 
     def _close(self, banks: tuple[int, ...], t: int) -> None:
         for b in banks:
             if self.is_open[b]:
                 self.is_open[b], self.pre_t[b] = False, t
         self.last = t
-        self.ctr[C.CMD_BUSY] += 1
+        self.ctr[Count.CMD_BUSY] += 1
 
     def refresh(self) -> None:
         """All-bank refresh due now: precharge, tRFC, re-activate what was open."""
@@ -185,7 +185,7 @@ class Banks:
         t = max([t] + [p + self.trp for p in self.pre_t])
         self.last = t + self.trfc - 1
         self.due += self.trefi
-        self.ctr[C.REFRESHES] += 1
+        self.ctr[Count.REFRESHES] += 1
         if opened:
             groups = tuple(sorted({b // self.bpg for b in opened}))
             k = 4 if len(opened) > 1 else 1

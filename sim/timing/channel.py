@@ -8,7 +8,7 @@ data bus serialise; the global buffer tracks when each slot of ``lanes`` element
 from __future__ import annotations
 
 from .banks import Banks
-from .stats import C
+from .stats import Count
 
 __all__ = ["Channel"]
 
@@ -40,10 +40,10 @@ class Channel(Banks):
             self.g_col[g] = tl
         self.any_col, self.last = tl, tl
         ctr = self.ctr
-        ctr[C.MISSES] += nf
-        ctr[C.HITS] += k * len(banks) - nf
-        ctr[C.COLS] += k * len(banks)
-        ctr[C.CMD_BUSY] += k
+        ctr[Count.MISSES] += nf
+        ctr[Count.HITS] += k * len(banks) - nf
+        ctr[Count.COLS] += k * len(banks)
+        ctr[Count.CMD_BUSY] += k
 
     def pim_col(self, env: dict, a: tuple) -> None:
         """Mac (``ncols`` columns) or Ew (one): all target banks' units, PIM column pipe."""
@@ -68,8 +68,8 @@ class Channel(Banks):
             self.done = max(self.done, fin)
             ctr = self.ctr
             ctr[code] += k
-            ctr[C.LANE_OPS] += k * len(banks) * self.lanes
-            ctr[C.PIM_BUSY] += k * d
+            ctr[Count.LANE_OPS] += k * len(banks) * self.lanes
+            ctr[Count.PIM_BUSY] += k * d
             n -= k
 
     def wracc(self, env: dict, a: tuple) -> None:
@@ -83,13 +83,13 @@ class Channel(Banks):
                 break
             self.refresh()
         self._cols(banks, groups, 1, t, self.wr_t)
-        self.ctr[C.WRACC] += 1
+        self.ctr[Count.WRACC] += 1
 
     def bank_io(self, env: dict, a: tuple) -> None:
         """RdBank / WrBank: ``ncols`` columns of one bank, each over the data bus."""
         code, bank, group, n = a
         banks, groups = (bank,), (group,)
-        write = code == C.WR
+        write = code == Count.WR
         lat, trcd = (self.cwl, self.trcd_wr) if write else (self.cl, self.trcd)
         d, x = self.tccd_l, self.col_xfer
         while n:
@@ -104,8 +104,8 @@ class Channel(Banks):
             self.done = max(self.done, self.bus)
             ctr = self.ctr
             ctr[code] += k
-            ctr[C.BUS_BUSY] += k * x
-            ctr[C.OFFCHIP_BYTES] += k * self.col_bytes
+            ctr[Count.BUS_BUSY] += k * x
+            ctr[Count.OFFCHIP_BYTES] += k * self.col_bytes
             n -= k
 
     # ---- register and global-buffer commands -------------------------------------
@@ -115,7 +115,7 @@ class Channel(Banks):
             t = max(self.last + 1, self.nb, extra)
             if t < self.due:
                 self.last = t
-                self.ctr[C.CMD_BUSY] += 1
+                self.ctr[Count.CMD_BUSY] += 1
                 return t
             self.refresh()
 
@@ -123,8 +123,8 @@ class Channel(Banks):
         x = self.xfer(nbytes)
         self.bus = max(self.bus, start) + x
         self.done = max(self.done, self.bus)
-        self.ctr[C.BUS_BUSY] += x
-        self.ctr[C.OFFCHIP_BYTES] += nbytes
+        self.ctr[Count.BUS_BUSY] += x
+        self.ctr[Count.OFFCHIP_BYTES] += nbytes
         return self.bus
 
     def wrgb(self, env: dict, a: tuple) -> None:
@@ -135,23 +135,23 @@ class Channel(Banks):
         end = self._transfer(self._slot() + self.cwl, nbytes)
         for s in slots:
             self.gb[s] = end
-        self.ctr[C.WRGB] += 1
-        self.ctr[C.GB_BYTES] += nbytes
+        self.ctr[Count.WRGB] += 1
+        self.ctr[Count.GB_BYTES] += nbytes
 
     def rdacc(self, env: dict, a: tuple) -> None:
         units, nregs = a
         t = self._slot(max(self.u_done[u] for u in units))
         self._transfer(t + self.cl, len(units) * nregs * self.reg_bytes)
-        self.ctr[C.RDACC] += 1
+        self.ctr[Count.RDACC] += 1
 
     def reg_op(self, env: dict, a: tuple) -> None:
         """ClrAcc (one slot) or Af (one slot, then the unit pipeline)."""
         code, units, lane_ops = a
         t = self._slot()
-        if code == C.AF:
+        if code == Count.AF:
             fin = t + self.pipe
             for u in units:
                 self.u_done[u] = max(self.u_done[u], fin)
             self.done = max(self.done, fin)
         self.ctr[code] += 1
-        self.ctr[C.LANE_OPS] += lane_ops
+        self.ctr[Count.LANE_OPS] += lane_ops

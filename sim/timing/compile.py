@@ -33,7 +33,7 @@ from ..program import Loop, Node, Program, Stream
 from . import sync
 from .channel import Channel
 from .host import HostEngine, host_op_args
-from .stats import C
+from .stats import Count
 
 __all__ = ["Compiled", "compile_stream"]
 
@@ -78,15 +78,15 @@ def _pim(cx: _Ctx, ins: Instr) -> tuple:
         return Channel.pre, (cx.targets(ins.bank, ins.step)[0],)
     if isinstance(ins, Mac):
         span = ins.ncols * (1 if ins.mode == "bcast" else p.lanes)
-        return Channel.pim_col, (C.MAC, *cx.targets(ins.bank, ins.step), ins.ncols,
+        return Channel.pim_col, (Count.MAC, *cx.targets(ins.bank, ins.step), ins.ncols,
                                  *cx.gb(ins.gb, span))
     if isinstance(ins, Ew | Af):
         banks, groups, units = cx.targets(ins.bank, ins.step)
         if isinstance(ins, Af):
-            return Channel.reg_op, (C.AF, units, len(units) * p.register_lanes)
-        return Channel.pim_col, (C.EW, banks, groups, units, 1, (), None, 0)
+            return Channel.reg_op, (Count.AF, units, len(units) * p.register_lanes)
+        return Channel.pim_col, (Count.EW, banks, groups, units, 1, (), None, 0)
     if isinstance(ins, ClrAcc):
-        return Channel.reg_op, (C.CLR, cx.targets(ins.bank, ins.step)[2], 0)
+        return Channel.reg_op, (Count.CLR, cx.targets(ins.bank, ins.step)[2], 0)
     if isinstance(ins, WrAcc):
         return Channel.wracc, cx.targets(ins.bank, ins.step)
     if isinstance(ins, WrGb):
@@ -95,7 +95,7 @@ def _pim(cx: _Ctx, ins: Instr) -> tuple:
     if isinstance(ins, RdAcc):
         return Channel.rdacc, (cx.targets(ins.bank, ins.step)[2], ins.nregs)
     banks, groups, _ = cx.targets(ins.bank, 0)  # RdBank | WrBank
-    code = C.RD if isinstance(ins, RdBank) else C.WR
+    code = Count.RD if isinstance(ins, RdBank) else Count.WR
     return Channel.bank_io, (code, banks[0], groups[0], ins.ncols)
 
 

@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 from ..hardware import Hardware
-from .stats import C
+from .stats import Count
 
-__all__ = ["ENERGY_KEYS", "energy_breakdown"]
-
-ENERGY_KEYS = ("activate", "column", "mac", "gb_write", "offchip", "refresh", "host", "static")
+__all__ = ["energy_breakdown"]
 
 
 def energy_breakdown(hw: Hardware, total: list, latency_ns: float) -> dict[str, float]:
@@ -18,12 +16,13 @@ def energy_breakdown(hw: Hardware, total: list, latency_ns: float) -> dict[str, 
     """
     e = hw.energy
     return {
-        "activate": total[C.BANK_ACTS] * e.activate_pj,
-        "column": total[C.COLS] * e.column_pj,
-        "mac": total[C.LANE_OPS] * e.mac_pj,
-        "gb_write": total[C.GB_BYTES] * e.gb_write_pj_per_byte,
-        "offchip": total[C.OFFCHIP_BYTES] * 8 * e.offchip_pj_per_bit,
-        "refresh": total[C.REFRESHES] * e.refresh_pj,
-        "host": total[C.HOST_FLOPS] * e.host_pj_per_flop + total[C.HOST_BYTES] * e.host_pj_per_byte,
+        "activate": total[Count.BANK_ACTS] * e.activate_pj,
+        "column": total[Count.COLS] * e.column_pj,
+        "mac": total[Count.LANE_OPS] * e.mac_pj,
+        "gb_write": total[Count.GB_BYTES] * e.gb_write_pj_per_byte,
+        "offchip": total[Count.OFFCHIP_BYTES] * 8 * e.offchip_pj_per_bit,
+        "refresh": total[Count.REFRESHES] * e.refresh_pj,
+        "host": (total[Count.HOST_FLOPS] * e.host_pj_per_flop
+                 + total[Count.HOST_BYTES] * e.host_pj_per_byte),
         "static": e.static_mw * latency_ns,
     }

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from .stats import C
+from .stats import Count
 
 __all__ = ["CHUNK", "MAX_PERIOD", "run_loop"]
 
@@ -87,7 +87,7 @@ def _detect(st, hist: list, sig: tuple) -> Learnt | None:
         psig, pnow, pctr = hist[-1 - p]
         if psig != sig:
             continue
-        if pctr[C.REFRESHES] != ctr[C.REFRESHES]:
+        if pctr[Count.REFRESHES] != ctr[Count.REFRESHES]:
             return None
         return Learnt(sig, p, now - pnow, [x - y for x, y in zip(ctr, pctr, strict=True)])
     return None
@@ -100,7 +100,7 @@ def _at_periodic_state(st, lrn: Learnt, i: int, count: int) -> int:
     if lrn.anchor is not None:
         ai, anow, adue, actr = lrn.anchor
         lrn.anchor = None
-        refreshes = ctr[C.REFRESHES] - actr[C.REFRESHES]
+        refreshes = ctr[Count.REFRESHES] - actr[Count.REFRESHES]
         if refreshes == 1 and (i - ai) % lrn.p == 0:
             c = (i - ai) // lrn.p
             extra = now - anow - c * lrn.span

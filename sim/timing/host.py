@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..hardware import Hardware
 from ..host_ops import cost
 from ..isa import HostOp
-from .stats import N_COUNTERS, C
+from .stats import N_COUNTERS, Count
 
 __all__ = ["HostEngine", "host_op_args"]
 
@@ -31,10 +31,10 @@ class HostEngine:
         dur, flops, nbytes = a
         self.t += dur
         ctr = self.ctr
-        ctr[C.HOST] += 1
-        ctr[C.HOST_FLOPS] += flops
-        ctr[C.HOST_BYTES] += nbytes
-        ctr[C.HOST_BUSY] += dur
+        ctr[Count.HOST] += 1
+        ctr[Count.HOST_FLOPS] += flops
+        ctr[Count.HOST_BYTES] += nbytes
+        ctr[Count.HOST_BUSY] += dur
 
     # ---- stream interface (engine) -------------------------------------------------
     def now(self) -> float:

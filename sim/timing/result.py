@@ -8,7 +8,7 @@ from ..hardware import Hardware
 from .channel import Channel
 from .energy import energy_breakdown
 from .host import HostEngine
-from .stats import MNEMONICS, N_COUNTERS, C
+from .stats import MNEMONICS, N_COUNTERS, Count
 
 __all__ = ["SimResult", "build_result"]
 
@@ -64,15 +64,15 @@ def build_result(hw: Hardware, states: list[tuple[int, Channel | HostEngine]],
         energy_pj=sum(energy.values()),
         energy_breakdown=energy,
         utilisation={
-            "cmd_bus": frac(total[C.CMD_BUSY] * tck, pim_ch),
-            "data_bus": frac(total[C.BUS_BUSY] * tck, pim_ch),
-            "pim": frac(total[C.PIM_BUSY] * tck, pim_ch),
-            "host": frac(total[C.HOST_BUSY], hosts),
+            "cmd_bus": frac(total[Count.CMD_BUSY] * tck, pim_ch),
+            "data_bus": frac(total[Count.BUS_BUSY] * tck, pim_ch),
+            "pim": frac(total[Count.PIM_BUSY] * tck, pim_ch),
+            "host": frac(total[Count.HOST_BUSY], hosts),
         },
-        row_hits=int(total[C.HITS]),
-        row_misses=int(total[C.MISSES]),
+        row_hits=int(total[Count.HITS]),
+        row_misses=int(total[Count.MISSES]),
         commands=commands,
         total_commands=sum(commands.values()),
-        refreshes=int(total[C.REFRESHES]),
+        refreshes=int(total[Count.REFRESHES]),
         stream_end_ns=ends,
     )

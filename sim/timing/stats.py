@@ -7,13 +7,13 @@ result are computed from the counters once, at the end.
 
 from __future__ import annotations
 
-__all__ = ["MNEMONICS", "N_COUNTERS", "C"]
+__all__ = ["MNEMONICS", "N_COUNTERS", "Count"]
 
 # Hardware commands counted per mnemonic (each column of a multi-column op counts once).
 MNEMONICS = ("act", "pre", "mac", "ew", "af", "clr", "wracc", "wrgb", "rdacc", "rd", "wr", "host")
 
 
-class C:
+class Count:
     """Counter indices: one per mnemonic, then events."""
 
     ACT, PRE, MAC, EW, AF, CLR, WRACC, WRGB, RDACC, RD, WR, HOST = range(12)

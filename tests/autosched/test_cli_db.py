@@ -11,8 +11,8 @@ from test_tune import FakeLowering, fakes  # noqa: F401  (fixture)
 
 from autosched.cli import main
 from autosched.database import open_database
+from autosched.measure.record import Measurement
 from search_spaces import Schedule, Workload
-from search_spaces.measurement import Measurement
 from sim.hwio import load_hardware
 
 

@@ -8,8 +8,8 @@ import multiprocessing as mp
 import pytest
 
 from autosched.database import DatabaseError, SqlDatabase, open_database
+from autosched.measure.record import Measurement
 from search_spaces import Schedule, Workload
-from search_spaces.measurement import Measurement
 
 W = Workload.make("gemv", m=1, n=256, k=256)
 W2 = Workload.make("gemv", m=1, n=512, k=256)

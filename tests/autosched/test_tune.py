@@ -18,9 +18,9 @@ from autosched.compiler.graph import model_graph
 from autosched.database import open_database
 from autosched.frontend import ModelConfig, capture
 from autosched.lookup import lookup
+from autosched.measure.record import Measurement
 from autosched.tune import fusion_plans, merge_tasks, tune
 from search_spaces import FAMILIES, IntRange, Param, Schedule, Space, Workload
-from search_spaces.measurement import Measurement
 from sim.hwio import load_hardware
 
 TINY = ModelConfig(model_type="llama", hidden=64, intermediate=128, layers=1, heads=4,

@@ -10,8 +10,8 @@ import math
 import time
 from dataclasses import dataclass, field
 
-from .schedule import Schedule
-from .workload import Workload
+from search_spaces.schedule import Schedule
+from search_spaces.workload import Workload
 
 __all__ = ["Measurement"]
 
