@@ -23,7 +23,7 @@ from sim.hardware import Hardware
 from sim.hwio import load_hardware
 
 from .codegen.lowering import lowering_for
-from .database import Database, open_database
+from .database import Database, RecordKey, open_database
 from .defaults import DB_DEFAULT, DEFAULT_CONTEXT, DEFAULT_TRIALS, SAMPLERS
 from .report import EndToEnd, TaskReport, TuneReport
 
@@ -88,8 +88,7 @@ def _reused(db: Database, workloads: list[Workload], hw: Hardware) -> int:
     total = 0
     for w in workloads:
         space = lowering_for(w).space(w, hw)
-        total += len(db.records(workload=w, hw_fingerprint=hw.fingerprint, space=space.name,
-                                space_version=space.version))
+        total += db.count(RecordKey.current(w, hw.fingerprint, space.name, space.version))
     return total
 
 
@@ -98,7 +97,7 @@ def tune(model: str | Path | ModelConfig, *, hw: str | Path | Hardware = "hbm-pi
          trials: int = DEFAULT_TRIALS, workers: int | None = None,
          db: str | Path | Database = DB_DEFAULT, seed: int = 0, sampler: str = "tpe",
          cost_model: str | object | None = None, fusion: str | dict | None = "none",
-         progress: Callable | None = None) -> TuneReport:
+         progress: Callable | None = None, runner: str | object | None = None) -> TuneReport:
     """Tune every workload of one inference step of ``model`` on ``hw`` and report.
 
     ``context`` is the KV length for decode and the prompt length for prefill (default
@@ -107,10 +106,13 @@ def tune(model: str | Path | ModelConfig, *, hw: str | Path | Hardware = "hbm-pi
     cores; ``cost_model`` None means :func:`default_cost_model`. With ``fusion="auto"``
     the tasks of every fusion plan share the budget and the plan with the best tuned
     end-to-end latency is reported (and stored when the database can hold plans).
+    ``runner``: a Runner, or ``local`` / ``dask://host:port``. Processes tuning the same
+    tasks with the same budget on one database share the job (``search.shared``).
     """
     from .compiler import model_graph, plain_memory_ns, simulate_model
     from .frontend import get_model_config
     from .search import tune_tasks
+    from .search.shared import share
 
     start = time.perf_counter()
     if sampler not in SAMPLERS:
@@ -133,13 +135,17 @@ def tune(model: str | Path | ModelConfig, *, hw: str | Path | Hardware = "hbm-pi
     # tasks: unique workloads over every plan, with occurrence counts
     task_list = merge_tasks(graphs)
     reused = _reused(database, [t.workload for t in task_list], hardware)
-    before = len(database)
 
     # space, ask, predict, measure, tell and commit: one shared budget over all tasks
-    results = tune_tasks([(t.workload, t.count) for t in task_list], hardware, db=database,
-                         trials=trials, workers=workers or os.cpu_count() or 1, sampler=sampler,
-                         seed=seed, cost_model=cm, progress=progress)
-    measured = len(database) - before
+    job = share(database, [t.workload for t in task_list], hardware, trials)
+    try:
+        results = tune_tasks([(t.workload, t.count) for t in task_list], hardware,
+                             db=job.database, trials=trials, workers=workers or os.cpu_count() or 1,
+                             sampler=sampler, seed=seed, cost_model=cm, progress=progress,
+                             runner=runner, gate=job)
+    finally:
+        job.close()
+    measured = job.inserted  # this run's own records, whoever else writes to the database
 
     # codegen: whole-step figures, default schedules unfused vs tuned schedules per plan
     default = simulate_model(cfg, hardware, db=None, fusion={}, baseline=False, **step)
@@ -151,6 +157,7 @@ def tune(model: str | Path | ModelConfig, *, hw: str | Path | Hardware = "hbm-pi
     if fusion == "auto":
         _store_plan(database, cfg.name, phase, batch, hardware, best_plan, fig.latency_ns)
 
+    job.finish()  # results are safe: a later run starts a new job instead of resuming this
     by_key = {r.workload.key: r for r in results}
     task_reports = tuple(_task_report(by_key[t.key], t, hardware) for t in task_list)
     e2e = EndToEnd(default.latency_ns, fig.latency_ns, fig.bound_ns, base_ns,

@@ -32,3 +32,11 @@ def dask_cluster():
     cluster = start_dask(2)
     yield cluster
     cluster.stop()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def db_url(request, tmp_path) -> str:
+    """A new database of each kind: a SQLite file not created yet, an empty PostgreSQL one."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'new.db'}"
+    return request.getfixturevalue("pg_url")

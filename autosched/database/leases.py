@@ -63,6 +63,7 @@ class LeaseState:
 
     @property
     def available(self) -> int:
+        """What this owner may reserve, its own current reservations included."""
         return self.budget - self.committed - self.reserved
 
 

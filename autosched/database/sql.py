@@ -170,7 +170,9 @@ class SqlDatabase(Database):
             with _transaction(self.engine, write=write) as conn:
                 return fn(conn)
         except sa.exc.SQLAlchemyError as e:
-            raise DatabaseError(f"{self.where}: database error ({reason(e)})") from None
+            hint = ("; the write was rolled back and everything committed before is kept (full "
+                    "disk? free space and rerun to resume)") if write else ""
+            raise DatabaseError(f"{self.where}: database error ({reason(e)}){hint}") from None
 
 
 def _key_where(key: RecordKey) -> list:

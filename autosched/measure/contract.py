@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import functools
 import math
+import os
+import signal
 import time
 
 import pytest
@@ -26,7 +28,7 @@ from sim.hwio import load_hardware
 from .base import MeasureInput, Runner, measure_one
 from .record import Measurement
 
-__all__ = ["RunnerContract", "contract_inputs", "hangs_on", "raises_on"]
+__all__ = ["RunnerContract", "contract_inputs", "dies_on", "hangs_on", "raises_on"]
 
 
 @functools.lru_cache(maxsize=4)
@@ -54,6 +56,20 @@ def _hang_on(key: str, inp: MeasureInput) -> Measurement:
     while inp.schedule.key == key:
         time.sleep(0.005)  # a hang: interrupted only by the runner's time limit
     return measure_one(inp)
+
+
+def _die_on(key: str, marker: str | None, inp: MeasureInput) -> Measurement:
+    if inp.schedule.key == key and (marker is None or not os.path.exists(marker)):
+        if marker is not None:
+            open(marker, "w").close()
+        os.kill(os.getpid(), signal.SIGKILL)  # the worker dies mid-measurement
+    return measure_one(inp)
+
+
+def dies_on(key: str, marker: str | None = None):
+    """A ``measure`` that kills its worker process on schedule ``key``: every time, or
+    (``marker``: a file path) only the first time, which creates the file."""
+    return functools.partial(_die_on, key, marker)
 
 
 def raises_on(key: str):

@@ -5,8 +5,10 @@ installed (``dask worker tcp://host:8786``), then ``autosched tune --runner
 dask://host:8786``. Each measurement is one Dask task running :func:`measure_one` (or
 the runner's ``measure``) under the runner's time limit. A worker that dies mid-task has
 its measurement rescheduled on another worker by the scheduler; a measurement that has
-killed ``crash_limit`` workers is recorded as a failure and not tried again (the runner
-sets the scheduler's ``allowed_failures`` to ``crash_limit - 1`` when it connects).
+killed ``crash_limit`` workers is recorded as a failure and not tried again. When it
+connects, the runner sets the scheduler's ``allowed_failures`` to ``crash_limit - 1`` and
+its worker saturation to 1 (a worker holds only the task it runs, so a crash counts
+against that measurement alone).
 Losing the scheduler stops the run with one line (everything committed stays).
 """
 
@@ -24,6 +26,8 @@ from .deadline import MEASURE_TIMEOUT_S, within
 
 __all__ = ["DaskRunner", "RunnerError", "RunnerLost"]
 
+_POLL_S = 0.5  # how often a waiting run checks that the scheduler is still there
+
 
 class RunnerError(AutoschedError):
     """A measurement back end cannot be used: bad address, missing package."""
@@ -35,10 +39,12 @@ class RunnerLost(RunnerError):
     exit_code = 1
 
 
-def _allow_failures(n: int, dask_scheduler=None) -> int:
-    """Run on the scheduler: how many worker deaths a task survives before it is given up."""
-    dask_scheduler.allowed_failures = n
-    return n
+def _farm_settings(allowed_failures: int, dask_scheduler=None) -> None:
+    """Run on the scheduler: how many worker deaths a task survives before it is given up,
+    and one task per worker thread (queued tasks wait at the scheduler), so a worker's
+    death counts against the measurement it was running and no other."""
+    dask_scheduler.allowed_failures = allowed_failures
+    dask_scheduler.WORKER_SATURATION = 1.0
 
 
 class DaskRunner(Runner):
@@ -61,7 +67,7 @@ class DaskRunner(Runner):
         except (OSError, TimeoutError) as e:
             raise RunnerError(f"cannot reach the Dask scheduler at {address} ({e}); start "
                               "it with `dask scheduler` or check --runner") from None
-        self.client.run_on_scheduler(_allow_failures, crash_limit - 1)
+        self.client.run_on_scheduler(_farm_settings, crash_limit - 1)
         self._closed = False
 
     @property
@@ -82,15 +88,14 @@ class DaskRunner(Runner):
         try:
             for fut, inp in zip(futures, inputs, strict=True):
                 try:
-                    out.append(fut.result())
+                    out.append(self._result(fut))
                 except KilledWorker:
                     out.append(inp.failure(f"the measurement killed {self.crash_limit} Dask "
                                            "workers; not retried"))
                 except (CancelledError, OSError) as e:
                     raise RunnerLost(f"lost the Dask scheduler at {self.address} while "
-                                     f"measuring {inp.describe()} ({type(e).__name__}); "
-                                     "committed measurements are kept: rerun to resume"
-                                     ) from None
+                                     f"measuring {inp.workload.key}; committed measurements "
+                                     "are kept: rerun to resume") from e
                 except Exception as e:
                     e.add_note(f"while measuring {inp.describe()}")
                     raise
@@ -102,6 +107,15 @@ class DaskRunner(Runner):
                 except (OSError, TimeoutError, CancelledError):
                     pass  # the scheduler is gone and its tasks with it
         return out
+
+    def _result(self, fut):
+        """``fut.result()``, noticing within a second that the scheduler is gone."""
+        while True:
+            try:
+                return fut.result(timeout=_POLL_S)
+            except TimeoutError:
+                if self.client.status != "running":  # reconnecting: the scheduler is gone
+                    raise OSError(f"client {self.client.status}") from None
 
     def close(self) -> None:
         if not self._closed:

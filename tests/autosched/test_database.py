@@ -61,36 +61,29 @@ def _v1(url: str, rows: list) -> None:
     engine.dispose()
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def url(request, tmp_path):
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'db.sqlite'}"
-    return request.getfixturevalue("pg_url")
-
-
-def test_schema_1_is_upgraded_in_place_keeping_every_record(url):
+def test_schema_1_is_upgraded_in_place_keeping_every_record(db_url):
     other = Workload.make("gemv", m=1, n=512, k=256)
     rows = [record(8, 300.0), record(16, 200.0), record(16, 200.0),  # a v1 duplicate
             record(4, 0, error="refused"), record(8, 90.0, w=other), record(2, 5.0, sim="0.1")]
-    _v1(url, rows)
-    db = SqlDatabase(url)
+    _v1(db_url, rows)
+    db = SqlDatabase(db_url)
     assert len(db) == 5 and db.records() == [rows[i] for i in (0, 1, 3, 4, 5)]
     assert db.best(key()).schedule.point == {"tile": 16} and db.count(key()) == 3
     assert [m.workload for m in db.nearest(key())] == [other]
     assert db.stale(key()) == [(1, "0.1", 1)]
     assert db.commit(record(16, 200.0)) is False and db.commit(record(32, 1.0)) is True
-    with sa.create_engine(url).connect() as c:
+    with sa.create_engine(db_url).connect() as c:
         assert c.execute(sa.text("SELECT value FROM autosched_info")).scalar() == "2"
-    assert len(SqlDatabase(url)) == 6  # opening again changes nothing
+    assert len(SqlDatabase(db_url)) == 6  # opening again changes nothing
 
 
-def test_a_newer_schema_is_refused_untouched(url):
-    SqlDatabase(url).commit(record(8, 1.0))
-    engine = sa.create_engine(url)
+def test_a_newer_schema_is_refused_untouched(db_url):
+    SqlDatabase(db_url).commit(record(8, 1.0))
+    engine = sa.create_engine(db_url)
     with engine.begin() as c:
         c.execute(sa.text("UPDATE autosched_info SET value = :v"), {"v": str(SCHEMA_VERSION + 1)})
     with pytest.raises(DatabaseError, match="schema version 3, newer than this autosched"):
-        SqlDatabase(url)
+        SqlDatabase(db_url)
     with engine.connect() as c:
         assert c.execute(sa.text("SELECT count(*) FROM measurements")).scalar() == 1
     engine.dispose()
@@ -106,16 +99,16 @@ def _open_and_commit(url: str, i: int, out) -> None:
         out.put(f"{type(e).__name__}: {e}")
 
 
-def test_several_processes_create_a_new_database_together(url):
+def test_several_processes_create_a_new_database_together(db_url):
     ctx = mp.get_context("fork")
     out = ctx.Queue()
-    procs = [ctx.Process(target=_open_and_commit, args=(url, i, out)) for i in range(4)]
+    procs = [ctx.Process(target=_open_and_commit, args=(db_url, i, out)) for i in range(4)]
     for p in procs:
         p.start()
     for p in procs:
         p.join(120)
     assert sorted(out.get(timeout=5) for _ in procs) == ["ok"] * 4
-    db = SqlDatabase(url)
+    db = SqlDatabase(db_url)
     assert sorted(m.schedule.point["tile"] for m in db.records()) == [0, 1, 2, 3, 100]
 
 
