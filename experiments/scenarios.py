@@ -160,6 +160,7 @@ def race(url: str, n: int, config: Path, folder: Path, *, trials: int) -> RaceRe
 class KillResult:
     kills: int  # processes killed before they finished
     lost: int  # records seen before a kill and missing at the end
+    before_final: int  # records when the final run started
     final: Run
     after: Inspection
 
@@ -183,4 +184,4 @@ def kill_loop(url: str, config: Path, folder: Path, *, kills: int, trials: int,
                                  report=folder / "final.json"), folder / "final.log",
                        folder / "final.json").wait()
     after = inspect(url)
-    return KillResult(killed, len(seen - after.keys), final, after)
+    return KillResult(killed, len(seen - after.keys), len(seen), final, after)

@@ -21,7 +21,7 @@ from search_spaces.workload import FAMILIES, Workload
 __all__ = ["MAX_DIMS", "RADII", "by_distance", "family_of", "log_dims", "shape_distance"]
 
 MAX_DIMS = max(len(d) for d in FAMILIES.values())
-RADII = (0.5, 2.0, 8.0, math.inf)  # search radii in summed |log ratio| (e ~ 2.7x per dim)
+RADII = (0.1, 0.4, 1.6, 6.4, math.inf)  # search radii in summed |log ratio|
 T = TypeVar("T")
 
 

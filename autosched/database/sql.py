@@ -23,14 +23,14 @@ from search_spaces.workload import Workload
 from .base import Database, DatabaseError, Stale
 from .engine import is_sqlite, make_engine, normalise, reason, sqlite_path, sqlite_tables
 from .engine import transaction as _transaction
-from .nearest import MAX_DIMS, by_distance, family_of, log_dims
-from .schema import ensure_schema, foreign_tables, key_values, measurements, plans, workloads
+from .nearest import by_distance
+from .queries import BEST, COUNT, STALE, near_params, near_query
+from .schema import ensure_schema, foreign_tables, key_values, measurements, plans
 from .summary import store
 
 __all__ = ["SqlDatabase"]
 
 T = TypeVar("T")
-_EPS = 1e-9
 
 
 class SqlDatabase(Database):
@@ -106,48 +106,25 @@ class SqlDatabase(Database):
         return [_parse(r[0]) for r in rows]
 
     def best(self, key: RecordKey) -> Measurement | None:
-        w = workloads.c
-        q = (sa.select(measurements.c.record)
-             .select_from(workloads.join(measurements, measurements.c.id == w.best_id))
-             .where(*_key_where(key)))
-        rows = self.execute(lambda c: c.execute(q).all())
-        return _parse(rows[0][0]) if rows else None
+        text = self.execute(lambda c: c.execute(BEST, key_values(key)).scalar_one_or_none())
+        return _parse(text) if text is not None else None
 
     def nearest(self, key: RecordKey) -> Iterator[Measurement]:
-        w = workloads.c
-        base = [w.family == family_of(key.workload), w.hw_fingerprint == key.hw_fingerprint,
-                w.space == key.space, w.space_version == key.space_version,
-                w.sim_version == key.sim_version, w.best_id.is_not(None),
-                w.workload_key != key.workload.key]
-        xs, dims = log_dims(key.workload), len(key.workload.shape)
+        def fetch(r: float) -> list[tuple[Workload, str]]:
+            q, params = near_query(key, r), near_params(key, r)
+            rows = self.execute(lambda c: c.execute(q, params).all())
+            return [(_workload(key.workload, shape), text) for shape, text in rows]
 
-        def fetch(r: float) -> list[tuple[Workload, int]]:
-            q = sa.select(w.shape, w.best_id).where(*base)
-            if r != float("inf"):
-                s = sum(xs)
-                q = q.where(w.size.between(s - r - _EPS, s + r + _EPS), *(
-                    w[f"x{i}"].between(xs[i] - r - _EPS, xs[i] + r + _EPS)
-                    for i in range(min(dims, MAX_DIMS))))
-            rows = self.execute(lambda c: c.execute(q).all())
-            return [(_workload(key.workload, shape), bid) for shape, bid in rows]
-
-        for _, best_id in by_distance(key.workload, fetch):
-            q = sa.select(measurements.c.record).where(measurements.c.id == best_id)
-            yield _parse(self.execute(lambda c, q=q: c.execute(q).scalar_one()))
+        for _, text in by_distance(key.workload, fetch):
+            yield _parse(text)
 
     def count(self, key: RecordKey) -> int:
-        q = sa.select(workloads.c.records).where(*_key_where(key))
-        return int(self.execute(lambda c: c.execute(q).scalar_one_or_none()) or 0)
+        n = self.execute(lambda c: c.execute(COUNT, key_values(key)).scalar_one_or_none())
+        return int(n or 0)
 
     def stale(self, key: RecordKey) -> list[Stale]:
-        w = workloads.c
-        q = (sa.select(w.space_version, w.sim_version, w.records)
-             .where(w.workload_key == key.workload.key, w.hw_fingerprint == key.hw_fingerprint,
-                    w.space == key.space,
-                    sa.or_(w.space_version != key.space_version,
-                           w.sim_version != key.sim_version))
-             .order_by(w.space_version, w.sim_version))
-        return [(int(a), str(b), int(n)) for a, b, n in self.execute(lambda c: c.execute(q).all())]
+        rows = self.execute(lambda c: c.execute(STALE, key_values(key)).all())
+        return [(int(a), str(b), int(n)) for a, b, n in rows]
 
     def plan(self, key: str, hw_fingerprint: str) -> dict | None:
         q = sa.select(plans.c.plan).where(plans.c.key == key,
@@ -173,10 +150,6 @@ class SqlDatabase(Database):
             hint = ("; the write was rolled back and everything committed before is kept (full "
                     "disk? free space and rerun to resume)") if write else ""
             raise DatabaseError(f"{self.where}: database error ({reason(e)}){hint}") from None
-
-
-def _key_where(key: RecordKey) -> list:
-    return [workloads.c[c] == v for c, v in key_values(key).items()]
 
 
 def _workload(like: Workload, shape: str) -> Workload:
