@@ -144,8 +144,9 @@ class SharedJob(Gate):
         if self.database.count(task_key(tuner)) > tuner.measured:
             tuner._resume()  # other processes measured this task since we last looked
         k = self.board.reserve(self.job, task, n)
-        if k == 0:
+        if k == 0:  # the budget is spent or reserved by others: look again before picking
             self._release(task)
+            self._snap = None
         return k
 
     def settle(self, tuner: TaskTuner, ms: Sequence[Measurement]) -> None:
