@@ -52,17 +52,18 @@ def fill(db: Database, n_workloads: int, per: int, rng: random.Random) -> None:
     for every one of 100,000 shapes would take longer than the benchmark)."""
     batch: list[Measurement] = []
     defaults: dict[tuple[int, int], dict] = {}
+    low = lowering_for(Workload.make("gemv", m=1, n=64, k=64))
+    space = low.space(Workload.make("gemv", m=1, n=64, k=64), HW)  # one name and version
     for n, k in shapes(n_workloads, rng):
         w = Workload.make("gemv", m=1, n=n, k=k)
-        low = lowering_for(w)
-        space = low.space(w, HW)
         cls = (n.bit_length(), k.bit_length())
         default = defaults.setdefault(cls, low.default(w, HW))
         points = [default] + [p for p in variations(default) if p != default][: per - 1]
         for i, point in enumerate(points):
             lat = 1000.0 + n * k / 4096 * (1.0 + 0.01 * i)
-            batch.append(Measurement(w, Schedule.of(space, point), HW.fingerprint, HW.name,
-                                     SIM_VERSION, lat, 2 * lat, 1.0))
+            batch.append(Measurement(w, Schedule(space.name, space.version,
+                                                 tuple(point.items())),
+                                     HW.fingerprint, HW.name, SIM_VERSION, lat, 2 * lat, 1.0))
         if len(batch) >= 10_000:
             db.commit_many(batch)
             batch.clear()
@@ -142,6 +143,7 @@ def main(argv: list[str] | None = None) -> None:
                           for n, k in shapes(n_w, random.Random(0))]
                 r = bench(db, stored, random.Random(1))
                 rows.append((kind, len(db), n_w, r))
+                print(f"measured {kind}, {n_w:,} workloads: {r}", flush=True)
                 db.close()
     finally:
         for s in servers:

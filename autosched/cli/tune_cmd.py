@@ -90,10 +90,9 @@ def _check(args: argparse.Namespace, cfg) -> None:
         raise AutoschedError(f"--trials must be >= 0, got {args.trials}")
     if args.timeout is not None and not args.timeout > 0:
         raise AutoschedError(f"--timeout must be > 0 seconds, got {args.timeout:g}")
-    if check_runner(args.runner) is not None:
-        if args.workers is not None:
-            raise AutoschedError("--workers sizes the local runner; a Dask cluster's workers "
-                                 "are started with `dask worker`")
+    if check_runner(args.runner) is not None and args.workers is not None:
+        raise AutoschedError("--workers sizes the local runner; a Dask cluster's workers are "
+                             "started with `dask worker`")
     if args.context is not None and args.context > cfg.max_positions:
         print(f"autosched: note: --context {args.context} is capped to {cfg.max_positions}, "
               f"{cfg.name}'s max_position_embeddings", file=sys.stderr)
