@@ -2,10 +2,10 @@
 
 Three tables, each from real processes on this machine::
 
-    python -m experiments.bench_distributed [--only throughput,races,kills]
+    python -m experiments.bench_distributed [--only runners,tunes,races,kills]
                                             [--races 20] [--kills 10] [--repeat 3]
 
-* throughput: measurements per second of one batch of real candidates (a llama2-7b FFN
+* runners and tunes: measurements per second of one batch of real candidates (a llama2-7b FFN
   GEMV and attention on hbm-pim, lowered in the workers) on the local pool with 1 and 2
   workers and on a Dask cluster with 1 and 2 workers (best of ``--repeat``), the Dask
   overhead per measurement (one Dask worker against the in-process runner), and
@@ -78,7 +78,7 @@ def tune_rate(folder: Path, url: str, processes: int, workers: int) -> tuple[flo
     return n / wall, n
 
 
-def throughput(repeat: int) -> None:
+def runners(repeat: int) -> None:
     inputs = candidates()
     rows = []
     for n in (1, 2):
@@ -91,15 +91,6 @@ def throughput(repeat: int) -> None:
                 rows.append((f"Dask, {n} worker(s)", rate(r, inputs, repeat)))
         finally:
             cluster.stop()
-    pg = start_postgres()
-    try:
-        with tempfile.TemporaryDirectory() as d:
-            tune = [("tune llama-tiny, 1 process x 2 workers, PostgreSQL",
-                     *tune_rate(Path(d), pg.new_database(), 1, 2)),
-                    ("tune llama-tiny, 2 processes x 1 worker, one PostgreSQL job",
-                     *tune_rate(Path(d), pg.new_database(), 2, 1))]
-    finally:
-        pg.stop()
     print(f"\n{len(inputs)} candidates (llama2-7b FFN GEMV and attention, hbm-pim)\n")
     print("| runner | measurements/s | ms per measurement | vs 1 worker |")
     print("|---|---|---|---|")
@@ -107,9 +98,21 @@ def throughput(repeat: int) -> None:
         print(f"| {name} | {1 / s:.1f} | {1e3 * s:.1f} | {rows[i - i % 2][1] / s:.2f}x |")
     print(f"\nDask overhead per measurement (1 Dask worker vs in-process): "
           f"{1e3 * (rows[2][1] - rows[0][1]):.1f} ms (goal < 10 ms)")
+
+
+def tunes() -> None:
+    pg = start_postgres()
+    try:
+        with tempfile.TemporaryDirectory() as d:
+            rows = [("tune llama-tiny, 1 process x 2 workers, PostgreSQL",
+                     *tune_rate(Path(d), pg.new_database(), 1, 2)),
+                    ("tune llama-tiny, 2 processes x 1 worker, one PostgreSQL job",
+                     *tune_rate(Path(d), pg.new_database(), 2, 1))]
+    finally:
+        pg.stop()
     print("\n| tune | new measurements/s (wall) | measurements |")
     print("|---|---|---|")
-    for name, r, n in tune:
+    for name, r, n in rows:
         print(f"| {name} | {r:.2f} | {n} |")
 
 
@@ -167,14 +170,16 @@ def kills(n: int) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--only", default="throughput,races,kills")
+    ap.add_argument("--only", default="runners,tunes,races,kills")
     ap.add_argument("--races", type=int, default=20)
     ap.add_argument("--kills", type=int, default=10)
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args(argv)
     parts = set(args.only.split(","))
-    if "throughput" in parts:
-        throughput(args.repeat)
+    if "runners" in parts:
+        runners(args.repeat)
+    if "tunes" in parts:
+        tunes()
     if "races" in parts:
         races(args.races)
     if "kills" in parts:
