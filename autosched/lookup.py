@@ -16,7 +16,7 @@ from autosched.measure.record import Measurement, RecordKey
 from search_spaces import Schedule, Workload
 from sim.hardware import Hardware
 
-from .codegen.registry import lowering_for
+from .codegen.registry import lowering_for, space_of
 from .database import Database
 from .database.base import Stale
 from .database.nearest import shape_distance
@@ -68,7 +68,7 @@ class LookupResult:
 def lookup(db: Database | None, workload: Workload, hw: Hardware) -> LookupResult:
     """The schedule to compile ``workload`` with on ``hw``."""
     low = lowering_for(workload)
-    space = low.space(workload, hw)
+    space = space_of(workload, hw)
     stale: tuple[Stale, ...] = ()
     if db is not None:
         key = RecordKey.current(workload, hw.fingerprint, space.name, space.version)
