@@ -20,13 +20,13 @@ from autosched.codegen import Fragment, Linked, link
 from autosched.codegen.registry import build, lowering_for
 from autosched.database import Database, open_database
 from autosched.frontend import (
-    LlamaModel,
     ModelConfig,
     OpGraph,
     OpNode,
     get_model_config,
     model_graph,
 )
+from autosched.frontend.checkpoint import Weights
 from autosched.fusion import TOKEN_IDS, FusedView, operands, output_width
 from autosched.lookup import LookupResult, lookup
 from search_spaces import Schedule, Workload
@@ -63,16 +63,16 @@ class CompiledModel:
     def program(self):
         return self.linked.program
 
-    def place(self, mem: object, model: LlamaModel) -> None:
+    def place(self, mem: object, weights: Weights) -> None:
         """Write every node's weights into the banks of ``mem``."""
-        self.linked.place(mem, {n.name: node_weights(model, n) for n in self.graph})
+        self.linked.place(mem, {n.name: node_weights(weights, n) for n in self.graph})
 
-    def inputs(self, model: LlamaModel, ids: np.ndarray, positions: np.ndarray) -> dict:
+    def inputs(self, weights: Weights, ids: np.ndarray, positions: np.ndarray) -> dict:
         """Host inputs of one step: token ``ids`` [batch, tokens] at ``positions`` [tokens]."""
         pos = np.tile(np.asarray(positions), self.graph.batch)
         out = {"ids": np.asarray(ids, dtype=np.float32).reshape(-1)}
         for n in self.graph:
-            for name, value in node_constants(model, self.cfg, n, pos).items():
+            for name, value in node_constants(weights, n, pos).items():
                 out[f"{n.name}.{name}"] = value
         return self.linked.bind(out)
 
