@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-__all__ = ["ALIASES", "AtenGraph", "Placeholder", "opname"]
+__all__ = ["ALIASES", "AtenGraph", "Placeholder", "opname", "replay_aliases"]
 
 ALIASES = frozenset({
     "view", "reshape", "_unsafe_view", "transpose", "permute", "t", "unsqueeze", "squeeze",
@@ -111,6 +111,14 @@ class AtenGraph:
     def is_static(self, node: object) -> bool:
         return isinstance(node, torch.fx.Node) and node not in self.active
 
+    def chain(self, node: torch.fx.Node) -> list[torch.fx.Node]:
+        """The aliasing ops from ``node``'s root (exclusive) to ``node`` (inclusive)."""
+        out = []
+        while self.is_alias(node):
+            out.append(node)
+            node = node.args[0]
+        return out[::-1]
+
     def alias_users(self, node: torch.fx.Node) -> list[torch.fx.Node]:
         """Users of ``node``, looking through aliasing ops to the ops that compute."""
         out: list[torch.fx.Node] = []
@@ -128,3 +136,15 @@ class AtenGraph:
     @staticmethod
     def dtype(node: torch.fx.Node) -> torch.dtype:
         return node.meta["val"].dtype
+
+
+_CASTS = ("to", "_to_copy", "type_as")
+
+
+def replay_aliases(chain: list[torch.fx.Node], value: torch.Tensor) -> torch.Tensor:
+    """``value`` (of the chain's root) through the aliasing ops of ``chain``; dtype casts
+    are skipped, values keep their dtype."""
+    for a in chain:
+        if opname(a) not in _CASTS:
+            value = a.target(value, *a.args[1:], **a.kwargs)
+    return value

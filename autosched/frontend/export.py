@@ -3,11 +3,15 @@
 The step is the model with a ``transformers`` static KV cache of ``capacity`` positions,
 ``past`` of them already filled: ``forward(ids, positions)`` writes the new tokens' keys
 and values at ``positions``, computes the logits of each sequence's last token and
-returns their argmax. Exported on the meta device, nothing is allocated.
+returns their argmax. Exported on the meta device, nothing is allocated. Rotary tables
+are position-only values the program receives per step (``weights.rope_tables`` asks the
+model's own rotary module at run time), so a dynamic RoPE's data-dependent frequency
+update is left out of the export.
 """
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import torch
@@ -64,11 +68,15 @@ def export_step(lm: torch.nn.Module, *, batch: int, tokens: int, capacity: int) 
     """Export the step of ``lm`` (on meta) writing ``tokens`` new tokens per sequence into a
     cache of ``capacity`` positions, the last of them the step's last token."""
     past = capacity - tokens
+    for mod in lm.modules():  # tables are host constants computed per step at run time;
+        if "dynamic" in str(getattr(mod, "rope_type", "")):  # their data-dependent
+            mod.rope_type = "default"  # frequency update is not part of the program
     step = _Step(lm, batch, capacity, past)
     ids = torch.zeros((batch, tokens), dtype=torch.long, device="meta")
     positions = torch.arange(past, capacity, device="meta")
     try:
-        with torch.no_grad():
+        with torch.no_grad(), warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # transformers' rotary modules set attributes
             ep = torch.export.export(step, (ids, positions), strict=False)
     except (RuntimeError, TypeError, ValueError, AssertionError) as e:
         raise ModelError(f"torch.export of {type(lm).__name__} failed: "

@@ -19,7 +19,7 @@ import torch
 
 from sim.host_ops import register_extern
 
-from .aten import AtenGraph, opname
+from .aten import AtenGraph, opname, replay_aliases
 from .config import ModelError
 from .patterns import Match
 
@@ -27,32 +27,15 @@ __all__ = ["host_match"]
 
 Node = torch.fx.Node
 _MATMULS = ("mm", "bmm", "matmul", "baddbmm", "addmm")
-_CASTS = ("to", "_to_copy", "type_as")
-
-
-def _chain(g: AtenGraph, arg: Node) -> list[Node]:
-    """Aliasing ops from ``arg``'s root (exclusive) to ``arg`` (inclusive), in order."""
-    out = []
-    while g.is_alias(arg):
-        out.append(arg)
-        arg = arg.args[0]
-    return out[::-1]
 
 
 def _describe(x: object, g: AtenGraph) -> str:
     if isinstance(x, Node):
-        steps = [f"{opname(a)}{a.args[1:]}{sorted(a.kwargs.items())}" for a in _chain(g, x)]
+        steps = [f"{opname(a)}{a.args[1:]}{sorted(a.kwargs.items())}" for a in g.chain(x)]
         return f"T{AtenGraph.shape(g.root(x))}" + "".join(steps)
     if isinstance(x, list | tuple):
         return "[" + ",".join(_describe(v, g) for v in x) + "]"
     return repr(x)
-
-
-def _replay(g: AtenGraph, arg: Node, value: torch.Tensor) -> torch.Tensor:
-    for a in _chain(g, arg):
-        if opname(a) not in _CASTS:  # values stay float32
-            value = a.target(value, *a.args[1:], **a.kwargs)
-    return value
 
 
 def _callable(g: AtenGraph, node: Node, tensors: list[Node]) -> Callable[..., np.ndarray]:
@@ -62,7 +45,7 @@ def _callable(g: AtenGraph, node: Node, tensors: list[Node]) -> Callable[..., np
         vals = {}
         for t, r, a in zip(tensors, roots, arrays, strict=True):
             base = torch.from_numpy(np.asarray(a, np.float32).reshape(AtenGraph.shape(r)))
-            vals[t] = _replay(g, t, base)
+            vals[t] = replay_aliases(g.chain(t), base)
 
         def sub(x: object) -> object:
             if isinstance(x, Node):

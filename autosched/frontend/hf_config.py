@@ -50,11 +50,11 @@ def load_config_json(path: Path) -> dict[str, Any]:
 
 def _check_types(hf: dict[str, Any], label: str) -> None:
     for key, lim in _INTS.items():
-        v = hf.get(key)
+        v, lo = hf.get(key), 0 if key == "max_window_layers" else 1
         if v is None:
             continue
-        if isinstance(v, bool) or not isinstance(v, int) or not 0 < v <= LIMITS[lim]:
-            raise fail(label, f"{key} must be an integer in [1, {LIMITS[lim]}], got {v!r}")
+        if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= LIMITS[lim]:
+            raise fail(label, f"{key} must be an integer in [{lo}, {LIMITS[lim]}], got {v!r}")
     for key in _BOOLS:
         if key in hf and hf[key] is not None and not isinstance(hf[key], bool):
             raise fail(label, f"{key} must be true or false, got {hf[key]!r}")
@@ -95,7 +95,9 @@ def _source(src: Any) -> tuple[dict[str, Any], str | None]:
 def _hf_object(hf: dict[str, Any], label: str) -> Any:
     from huggingface_hub.errors import StrictDataclassError
     from transformers import CONFIG_MAPPING
+    from transformers import logging as hf_logging
 
+    hf_logging.set_verbosity_error()  # its advice goes to stderr; our errors are one line
     try:
         return CONFIG_MAPPING[hf["model_type"]].from_dict(dict(hf))
     except (TypeError, ValueError, KeyError, AttributeError, StrictDataclassError) as e:

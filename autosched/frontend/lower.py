@@ -17,8 +17,9 @@ Node = torch.fx.Node
 
 
 def _closed(g: AtenGraph, m: Match) -> bool:
-    """No value inside the match but its result is read outside it."""
-    inner = m.nodes - {m.out}
+    """No value inside the match but its result is read outside it (cache writes may be:
+    the graph returns the updated cache to its caller)."""
+    inner = m.nodes - {m.out} - m.extra.get("writes", set())
     return all(u in m.nodes for n in inner for u in g.alias_users(n))
 
 
@@ -48,7 +49,8 @@ def _merge_ropes(g: AtenGraph, matches: list[Match], order: dict[Node, int]) -> 
         later = max(rq, rk, key=lambda m: order[m.out])
         merged = Match("rope", later.out, [rq.ins[0], rk.ins[0]], dict(m=rows, h=heads, d=d),
                        nodes=rq.nodes | rk.nodes,
-                       extra={**rq.extra, "q_out": rq.out, "k_out": rk.out})
+                       extra={**rq.extra, "q_out": rq.out, "k_out": rk.out,
+                              "q_x": rq.extra["x"], "k_x": rk.extra["x"]})
         drop |= {id(rq), id(rk)}
         matches.append(merged)
         a.extra["rope"] = merged

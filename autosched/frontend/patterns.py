@@ -275,13 +275,14 @@ def rope(g: AtenGraph, node: Node) -> Match | None:
             claimed = {node, p1, p2, cat, neg, g.root(neg.args[0]), g.root(cat.args[0][1])}
             d = g.shape(x)[-1]
             return Match("rope", node, [g.root(x)], dict(m=_numel(x) // d, h=1, d=d),
-                         nodes=claimed, extra={"cos": cos, "sin": sin})
+                         nodes=claimed, extra={"cos": cos, "sin": sin, "x": x})
     return None
 
 
 # ---- attention -----------------------------------------------------------------------
 _WRITES = {"index_copy": 3, "index_copy_": 3, "index_put": 2, "index_put_": 2,
            "slice_scatter": 1, "select_scatter": 1}
+_WRITE_OPS = {*_WRITES, "copy", "copy_", "roll", "cat"}
 
 
 def new_values(g: AtenGraph, node: object, seen: set[Node]) -> list[Node]:
@@ -312,8 +313,16 @@ _SDPA = ("scaled_dot_product_attention", "_scaled_dot_product_flash_attention_fo
          "_scaled_dot_product_attention_math")
 
 
+def cache_tensor(g: AtenGraph, node: object) -> Node | None:
+    """The graph input a KV cache read by attention lives in (first arguments followed
+    back to a placeholder), or None when the keys are not cached."""
+    while isinstance(node, Node) and node.op != "placeholder":
+        node = node.args[0] if node.args else None
+    return node
+
+
 def _attention(g: AtenGraph, out: Node, q: object, k: object, v: object, scale: float | None,
-               claimed: set[Node]) -> Match | None:
+               claimed: set[Node], mask: object = None, causal: bool = False) -> Match | None:
     kn, vn = new_values(g, k, claimed), new_values(g, v, claimed)
     if len(kn) != 1 or len(vn) != 1 or not isinstance(g.root(q), Node):
         return None
@@ -326,29 +335,33 @@ def _attention(g: AtenGraph, out: Node, q: object, k: object, v: object, scale: 
         else {"scale": float(scale)}
     return Match("attention", out, [g.root(q), g.root(kn[0]), g.root(vn[0])],
                  dict(b=b, q=s, h=h, kvh=kvh, d=d, l=length), attrs, nodes=claimed | {out},
-                 extra={"kv_len": length})
+                 extra={"kv_len": length, "mask": mask, "causal": causal, "k_new": kn[0],
+                        "writes": {n for n in claimed if opname(n) in _WRITE_OPS},
+                        "v_new": vn[0], "k_cache": cache_tensor(g, k),
+                        "v_cache": cache_tensor(g, v)})
 
 
 def attention(g: AtenGraph, node: Node) -> Match | None:
     name = opname(node)
     if name in _SDPA:
-        q, k, v, scale = _args(node, "query", "key", "value", "scale")
+        q, k, v, scale, mask, causal = _args(node, "query", "key", "value", "scale",
+                                             "attn_mask", "is_causal")
         out = node
         if name != "scaled_dot_product_attention":
             outs = [u for u in g.users[node] if opname(u) == "getitem" and u.args[1] == 0]
             if len(outs) != 1:
                 return None
             out = outs[0]
-        return _attention(g, out, q, k, v, scale, {node, out})
+        return _attention(g, out, q, k, v, scale, {node, out}, mask, bool(causal))
     if name not in ("matmul", "bmm") or not isinstance(node.args[0], Node):
         return None
     p = g.root(node.args[0])  # softmax(q k^T * scale + mask) @ v
     if opname(p) not in ("softmax", "_softmax", "_safe_softmax"):
         return None
-    claimed, s = {node, p}, g.root(p.args[0])
+    claimed, s, mask = {node, p}, g.root(p.args[0]), None
     if opname(s) == "add" and g.is_static(s.args[1]):
         claimed.add(s)
-        s = g.root(s.args[0])
+        s, mask = g.root(s.args[0]), s.args[1]
     scale = 1.0
     if opname(s) in ("mul", "div") and _scalar(s.args[1]) is not None:
         claimed.add(s)
@@ -360,7 +373,7 @@ def attention(g: AtenGraph, node: Node) -> Match | None:
     kt = s.args[1]
     if not isinstance(kt, Node) or opname(kt) != "transpose":
         return None
-    return _attention(g, node, s.args[0], kt.args[0], node.args[1], scale, claimed)
+    return _attention(g, node, s.args[0], kt.args[0], node.args[1], scale, claimed, mask)
 
 
 # each tried over the whole graph, from its end backwards, in this order: a recogniser

@@ -172,6 +172,27 @@ def test_sliding_window_prefill(name: str) -> None:
     step(hw, DeviceMemory(hw), lowering_for(w).default(w, hw), dims, 16, 16, kc, vc, rng, 5)
 
 
+@pytest.mark.parametrize("name", sorted(HW))
+@pytest.mark.parametrize("d, window", [(32, 0), (80, 0), (48, 6)])
+def test_cache_loaded_from_the_host_is_read_by_the_kernel(name: str, d: int, window: int) -> None:
+    """Positions computed elsewhere, written with load_cache, then a decode step."""
+    from autosched.codegen.families.attention.cache import load_cache
+    from search_spaces.attention import capacity_of, plan_attention
+
+    hw, cap, ctx = HW[name], 32, 20
+    dims = (2, 6, 2, d, cap)
+    rng = np.random.default_rng(d)
+    kc, vc = (rng.standard_normal((2, 2, cap, d)).astype(np.float32) for _ in range(2))
+    w = workload(2, 1, 6, 2, d, ctx, cap, window)
+    space = lowering_for(w).space(w, hw)
+    for point in (lowering_for(w).default(w, hw), space.sample(np.random.default_rng(2), 1)[0]):
+        pl = plan_attention(w.dims, capacity_of(w), point, hw, window)
+        mem = DeviceMemory(hw)
+        past = list(range(max(0, ctx - 1 - pl.span), ctx - 1))
+        load_cache(pl, mem, 0, kc[:, :, past], vc[:, :, past], past)
+        step(hw, mem, point, dims, 1, ctx, kc, vc, rng, window)
+
+
 def test_cache_beyond_capacity_is_rejected() -> None:
     hw = HW["hbm-pim"]
     w = workload(1, 1, 4, 1, 32, 65, 64)
