@@ -90,6 +90,16 @@ class OpGraph:
         """Nodes with ``role``, in graph order."""
         return [n for n in self.nodes if n.role == role]
 
+    def host_ops(self) -> dict[str, tuple[str, ...]]:
+        """The ops no operator family covers, run on the host (``host`` nodes): each op's
+        key (ATen name and digest) and the nodes that run it, in graph order."""
+        out: dict[str, tuple[str, ...]] = {}
+        for n in self.nodes:
+            if n.workload.op == "host":
+                fn = str(n.workload.attr("fn"))
+                out[fn] = (*out.get(fn, ()), n.name)
+        return out
+
     def to_dict(self) -> dict:
         return {"model": self.model, "phase": self.phase, "batch": self.batch,
                 "tokens": self.tokens, "context": self.context,
