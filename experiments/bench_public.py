@@ -3,7 +3,8 @@
 Per config and preset, one ``autosched tune`` (the Python API, a fresh SQLite database per
 preset shared by the configs): the decode step's latency with the default schedules, with
 the tuned ones, the analytical bound, tuned/bound, and the wall time of the whole tune
-(capture, search, three whole-step simulations).
+(capture, search, three whole-step simulations). A model the device cannot hold is
+reported with autosched's one-line refusal.
 
     python -m experiments.bench_public [--context 1024] [--trials 32] [--workers 1] [--json]
 """
@@ -16,6 +17,7 @@ import tempfile
 from pathlib import Path
 
 from autosched.tune import tune
+from sim.errors import AutoschedError
 from sim.hwio import list_presets
 
 CONFIGS = Path(__file__).parent / "configs"
@@ -41,8 +43,14 @@ def main() -> None:
         for hw in args.presets.split(","):
             db = Path(tmp) / f"{hw}.db"
             for f in files:
-                rep = tune(f, hw=hw, context=args.context, trials=args.trials,
-                           workers=args.workers, db=db, seed=0)
+                try:
+                    rep = tune(f, hw=hw, context=args.context, trials=args.trials,
+                               workers=args.workers, db=db, seed=0)
+                except AutoschedError as e:  # e.g. weights larger than the device
+                    rows.append({"config": f.stem, "hw": hw, "refused": str(e)})
+                    if not args.json:
+                        print(f"{f.stem:<16} {hw:<10} refused: {e}", flush=True)
+                    continue
                 e = rep.end_to_end
                 rows.append({"config": f.stem, "hw": hw, "context": rep.context,
                              "tasks": len(rep.tasks), "measurements": rep.measurements,
