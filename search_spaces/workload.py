@@ -13,6 +13,8 @@ Families and their dimensions (all positive ints):
 ``elementwise`` m, n; attr ``fn``: add | mul | silu | silu_mul
 ``embedding``  m, n (hidden), v (vocab)
 ``argmax``     m, n
+``host``       m, n (an op of the model no family covers, run on the host); attrs ``fn``,
+               ``ins`` and ``params`` (shapes read), ``flops``
 =============  ==========================================================
 """
 
@@ -34,6 +36,7 @@ FAMILIES: dict[str, tuple[str, ...]] = {
     "elementwise": ("m", "n"),
     "embedding": ("m", "n", "v"),
     "argmax": ("m", "n"),
+    "host": ("m", "n"),
 }
 
 

@@ -16,7 +16,7 @@ from .errors import ProgramError
 from .hardware import DTYPE_BYTES
 from .isa import HostOp
 
-__all__ = ["HOST_OPS", "HostOpSpec", "cost", "run"]
+__all__ = ["HOST_OPS", "HostOpSpec", "cost", "register_extern", "run"]
 
 Arr = np.ndarray
 
@@ -52,7 +52,8 @@ def _masked_softmax(op: HostOp, x: Arr) -> Arr:
 
     Attrs: ``scale``; ``limit`` (visible columns, default all); ``causal`` Q (default 0):
     row ``r`` of the flattened leading axes is query ``i = (r // group) % Q`` and sees
-    columns ``< limit - Q + 1 + i``; ``group`` (default 1).
+    columns ``< limit - Q + 1 + i``; ``group`` (default 1); ``window`` W (default 0: none):
+    a row sees only its last W visible columns.
     """
     x = x * float(op.attr("scale", 1.0))
     n = x.shape[-1]
@@ -63,6 +64,9 @@ def _masked_softmax(op: HostOp, x: Arr) -> Arr:
         r = np.arange(rows.shape[0]) // int(op.attr("group", 1))
         vis = vis - causal + 1 + r % causal
     keep = np.arange(n)[None, :] < vis[:, None]
+    window = int(op.attr("window", 0))
+    if window:
+        keep &= np.arange(n)[None, :] >= (vis - window)[:, None]
     rows = np.where(keep, rows, -np.inf)
     e = np.where(keep, np.exp(rows - rows.max(axis=-1, keepdims=True)), 0.0)
     return (e / e.sum(axis=-1, keepdims=True)).reshape(x.shape)
@@ -73,6 +77,17 @@ def _rope(op: HostOp, x: Arr, cos: Arr, sin: Arr) -> Arr:
     h = x.shape[-1] // 2
     rot = np.concatenate([-x[..., h:], x[..., :h]], axis=-1)
     return x * cos + rot * sin
+
+
+def _pad_cols(op: HostOp, x: Arr) -> Arr:
+    """``x`` [R, w_in] as [R, w_out]: columns cut, or zero columns added (w_out from the
+    output's shape)."""
+    rows, w_out = op.outs[0].shape[0], op.outs[0].shape[-1]
+    x = x.reshape(rows, -1)
+    out = np.zeros((rows, w_out), np.float32)
+    w = min(w_out, x.shape[1])
+    out[:, :w] = x[:, :w]
+    return out
 
 
 def _matmul(op: HostOp, a: Arr, b: Arr) -> Arr:
@@ -94,9 +109,27 @@ def _argmax(op: HostOp, x: Arr) -> Arr:
     return np.argmax(x, axis=-1).astype(np.float32)
 
 
+# ``extern`` ops: computations the caller supplies by name (attr ``fn``), e.g. an op of
+# a user's model that no operator family covers; FLOPs come from attr ``flops``
+EXTERNS: dict[str, Callable[..., Arr]] = {}
+
+
+def register_extern(name: str, fn: Callable[..., Arr]) -> None:
+    """Make ``fn(*inputs) -> output`` the semantics of ``extern`` ops with attr ``fn=name``."""
+    EXTERNS[name] = fn
+
+
+def _extern(op: HostOp, *ins: Arr) -> Arr:
+    fn = EXTERNS.get(str(op.attr("fn")))
+    if fn is None:
+        raise ProgramError(f"extern host op {op.attr('fn')!r} has no implementation in this "
+                           "process (it is registered when its model is captured)")
+    return fn(*ins)
+
+
 @dataclass(frozen=True)
 class HostOpSpec:
-    """Arity, semantics and FLOPs per output element (or a FLOP count function)."""
+    """Arity (-1: any), semantics and FLOPs per output element (or a FLOP count function)."""
 
     n_in: int
     fn: Callable[..., Arr]
@@ -117,6 +150,7 @@ def _in_elems(k: float) -> Callable[[HostOp], float]:
 
 HOST_OPS: dict[str, HostOpSpec] = {
     "copy": HostOpSpec(1, lambda op, x: x, _per_out(0)),
+    "pad_cols": HostOpSpec(1, _pad_cols, _per_out(0)),
     "add": HostOpSpec(2, lambda op, a, b: a + b, _per_out(1)),
     "sub": HostOpSpec(2, lambda op, a, b: a - b, _per_out(1)),
     "mul": HostOpSpec(2, lambda op, a, b: a * b, _per_out(1)),
@@ -135,6 +169,7 @@ HOST_OPS: dict[str, HostOpSpec] = {
     "reduce_sum": HostOpSpec(1, _reduce_sum, _in_elems(1)),
     "embedding": HostOpSpec(2, _embedding, _per_out(0)),
     "argmax": HostOpSpec(1, _argmax, _in_elems(1)),
+    "extern": HostOpSpec(-1, _extern, lambda op: float(op.attr("flops", op.outs[0].size))),
 }
 
 
@@ -142,7 +177,7 @@ def _spec(op: HostOp) -> HostOpSpec:
     spec = HOST_OPS.get(op.kind)
     if spec is None:
         raise ProgramError(f"unknown host op {op.kind!r} (known: {', '.join(sorted(HOST_OPS))})")
-    if len(op.ins) != spec.n_in or len(op.outs) != 1:
+    if (spec.n_in >= 0 and len(op.ins) != spec.n_in) or len(op.outs) != 1:
         raise ProgramError(f"host op {op.kind!r} takes {spec.n_in} inputs and 1 output")
     return spec
 

@@ -81,6 +81,15 @@ def schedule_report(choices: dict, graph, source: str) -> list[str]:
     return lines
 
 
+def host_ops_line(host_ops: dict[str, tuple[str, ...]]) -> str:
+    """One line: the ops no operator family covers (run on the host, cost counted), or none."""
+    if not host_ops:
+        return "host ops (no operator family covers them): none"
+    return "host ops (no operator family covers them, run on the host): " + "; ".join(
+        f"{fn} x{len(nodes)} ({', '.join(nodes[:3])}{', ...' if len(nodes) > 3 else ''})"
+        for fn, nodes in host_ops.items())
+
+
 def _check_step(args: argparse.Namespace) -> None:
     positive(args.batch, "--batch")
     positive(args.context, "--context")
@@ -101,6 +110,7 @@ def _compile(args: argparse.Namespace) -> int:
     print(f"{cm.cfg.name} {cm.graph.phase} on {cm.hw.name}: {len(cm.graph)} operators, "
           f"{len(cm.program.streams)} streams, {cm.linked.row_bytes_used:,} bytes of banks")
     print("\n".join(schedule_report(cm.choices, cm.graph, source)))
+    print(host_ops_line(cm.graph.host_ops()))
     print(f"wrote {args.out}" + (f" and {args.asm}" if args.asm else ""))
     return 0
 
@@ -117,6 +127,7 @@ def _simulate(args: argparse.Namespace) -> int:
         return 0
     counts = ", ".join(f"{n} {k}" for k, n in sorted(f.lookups.items()))
     print(f"schedules from {source}: {counts}")
+    print(host_ops_line(f.host_ops))
     rows = [[o["role"], o["workload"], o["count"], o["latency_ns"], o["bound_ns"], o["lookup"]]
             for o in f.ops]
     print(table(["role", "workload", "count", "latency ns", "bound ns", "schedule"], rows))

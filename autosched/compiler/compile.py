@@ -20,13 +20,13 @@ from autosched.codegen import Fragment, Linked, link
 from autosched.codegen.registry import build, lowering_for
 from autosched.database import Database, open_database
 from autosched.frontend import (
-    LlamaModel,
     ModelConfig,
     OpGraph,
     OpNode,
     get_model_config,
     model_graph,
 )
+from autosched.frontend.checkpoint import Weights
 from autosched.fusion import TOKEN_IDS, FusedView, operands, output_width
 from autosched.lookup import LookupResult, lookup
 from search_spaces import Schedule, Workload
@@ -46,7 +46,7 @@ __all__ = ["CompiledModel", "compile_model", "host_schedule", "plan_key"]
 class CompiledModel:
     """The linked program of one model step and how to feed it."""
 
-    cfg: ModelConfig
+    cfg: ModelConfig | None
     graph: OpGraph
     hw: Hardware
     linked: Linked
@@ -63,16 +63,16 @@ class CompiledModel:
     def program(self):
         return self.linked.program
 
-    def place(self, mem: object, model: LlamaModel) -> None:
+    def place(self, mem: object, weights: Weights) -> None:
         """Write every node's weights into the banks of ``mem``."""
-        self.linked.place(mem, {n.name: node_weights(model, n) for n in self.graph})
+        self.linked.place(mem, {n.name: node_weights(weights, n) for n in self.graph})
 
-    def inputs(self, model: LlamaModel, ids: np.ndarray, positions: np.ndarray) -> dict:
+    def inputs(self, weights: Weights, ids: np.ndarray, positions: np.ndarray) -> dict:
         """Host inputs of one step: token ``ids`` [batch, tokens] at ``positions`` [tokens]."""
         pos = np.tile(np.asarray(positions), self.graph.batch)
         out = {"ids": np.asarray(ids, dtype=np.float32).reshape(-1)}
         for n in self.graph:
-            for name, value in node_constants(model, self.cfg, n, pos).items():
+            for name, value in node_constants(weights, n, pos).items():
                 out[f"{n.name}.{name}"] = value
         return self.linked.bind(out)
 
@@ -194,7 +194,7 @@ def plan_key(model: str, phase: str, batch: int) -> str:
     return f"{model}:{phase}:b{batch}"
 
 
-def compile_model(model: str | ModelConfig, hw: str | Hardware, *,
+def compile_model(model: str | ModelConfig | None, hw: str | Hardware, *,
                   db: str | Path | Database | None = None, phase: str = "decode",
                   batch: int = 1, context: int | None = None, capacity: int | None = None,
                   fusion: dict | None = None, schedules: dict[str, Schedule] | None = None,
@@ -202,24 +202,26 @@ def compile_model(model: str | ModelConfig, hw: str | Hardware, *,
     """Compile one step of ``model`` for ``hw`` into a single program.
 
     ``fusion``: a plan (``{}`` for none); None means the plan ``tune`` stored in ``db``
-    for this model step, or none.
+    for this model step, or none. ``model`` may be None when ``graph`` is given (the
+    torch.compile backend's graphs have no config); ``CompiledModel.cfg`` is then None.
     """
     hw = load_hardware(hw)
     database = open_database(db) if db is not None else None
-    cfg = get_model_config(model)
+    cfg = get_model_config(model) if model is not None or graph is None else None
     if fusion is None and database is not None and graph is None:
         fusion = database.plan(plan_key(cfg.name, phase, batch), hw.fingerprint)
     if graph is None:
         graph = model_graph(cfg, phase=phase, batch=batch, context=context, capacity=capacity,
                             fusion=fusion)[1]
+    name = cfg.name if cfg is not None else graph.model
     b = _Builder(graph, hw, database, schedules, placement)
     for n in graph:
         b.add(n)
-    linked = link(b.frags, hw, name=f"{cfg.name}_{graph.phase}")
+    linked = link(b.frags, hw, name=f"{name}_{graph.phase}")
     try:  # every kernel was validated by build(); what is left to break is the linking
         validate(linked.program, hw)
     except ProgramError as e:
-        raise InternalError(f"internal compiler error: linking {cfg.name} {graph.phase} on "
+        raise InternalError(f"internal compiler error: linking {name} {graph.phase} on "
                             f"{hw.name} produced an invalid program: {e}") from e
     logits = next((n.name for n in graph if n.role == "lm_head"), graph.nodes[-1].name)
     token = next((n.name for n in graph if n.role == "argmax"), logits)

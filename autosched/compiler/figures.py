@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from autosched.codegen.registry import lowering_for
@@ -45,6 +45,7 @@ class ModelFigures:
     ops: tuple[dict, ...]
     lookups: dict
     sim_wall_s: float
+    host_ops: dict = field(default_factory=dict)  # op key -> nodes (OpGraph.host_ops)
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -102,5 +103,5 @@ def simulate_model(model: str | ModelConfig, hw: str | Hardware, *,
         baseline_ns=base_ns, tokens_per_s=tokens / (res.latency_ns * 1e-9),
         energy_pj=res.energy_pj, energy_per_token_pj=res.energy_pj / tokens,
         ops=tuple(op_rows(cm)), lookups=cm.lookup_counts(),
-        sim_wall_s=time.perf_counter() - t0,
+        sim_wall_s=time.perf_counter() - t0, host_ops=cm.graph.host_ops(),
     )

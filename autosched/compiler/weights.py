@@ -1,8 +1,10 @@
-"""Where each node's numbers come from in our torch model: bank weights and host constants.
+"""Where each node's numbers come from: bank weights and host constants, by the parameter
+names the capture recorded on the node (``OpNode.params``).
 
-Weights (``Lowering.tensors``) go into the banks once; constants (norm scales, biases,
-rotary tables, the embedding table) are host buffers bound at every execution. Rotary
-tables depend on the positions of the step.
+Weights (``W``) go into the banks once; constants (norm scales, biases, the embedding
+table, rotary tables, a host op's parameters) are host buffers bound at every execution.
+Rotary tables are what the model's own rotary module returns for the step's positions
+(every RoPE scaling ``transformers`` implements, dynamic ones included).
 """
 
 from __future__ import annotations
@@ -10,83 +12,63 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from autosched.frontend import LlamaModel, ModelConfig, OpNode
+from autosched.frontend import OpNode
+from autosched.frontend.checkpoint import Weights
 from sim.errors import AutoschedError
 
 __all__ = ["node_constants", "node_weights", "rope_tables"]
 
-_LINEAR = {"q_proj": ("attn", "q_proj"), "k_proj": ("attn", "k_proj"),
-           "v_proj": ("attn", "v_proj"), "o_proj": ("attn", "o_proj"),
-           "ffn_gate": ("mlp", "gate_proj"), "ffn_up": ("mlp", "up_proj"),
-           "ffn_down": ("mlp", "down_proj")}
-_MERGED = {"qkv_proj": ("q_proj", "k_proj", "v_proj"), "gate_up": ("ffn_gate", "ffn_up")}
-_NORMS = {"attn_norm": ("attn", "attn_norm"), "ffn_norm": ("mlp", "ffn_norm")}
+
+def _joined(w: Weights, node: OpNode, local: str) -> np.ndarray:
+    names = (node.param(local) or "").split("|")
+    return np.concatenate([w.get(n) for n in names], axis=0)
 
 
-def _np(t: torch.Tensor) -> np.ndarray:
-    return t.detach().to(torch.float32).cpu().numpy()
-
-
-def _linear(model: LlamaModel, role: str, layer: int | None) -> torch.nn.Linear:
-    if role == "lm_head":
-        return model.lm_head
-    if role in _LINEAR and layer is not None:
-        block, name = _LINEAR[role]
-        return getattr(getattr(model.layers[layer], block), name)
-    raise AutoschedError(f"no linear layer for role {role!r} (layer {layer})")
-
-
-def _linears(model: LlamaModel, node: OpNode) -> list[torch.nn.Linear]:
-    roles = _MERGED.get(node.role, (node.role,))
-    return [_linear(model, r, node.layer) for r in roles]
-
-
-def _norm_module(model: LlamaModel, role: str, layer: int | None) -> torch.nn.Module:
-    if role == "final_norm":
-        return model.norm
-    block, name = _NORMS[role]
-    return getattr(getattr(model.layers[layer], block), name)
-
-
-def _norm(model: LlamaModel, role: str, layer: int | None) -> np.ndarray:
-    return _np(_norm_module(model, role, layer).weight)
-
-
-def node_weights(model: LlamaModel, node: OpNode) -> dict[str, np.ndarray]:
+def node_weights(w: Weights, node: OpNode) -> dict[str, np.ndarray]:
     """The tensors ``place`` writes into the banks for ``node`` (linear layers: ``W``)."""
     if node.workload.op in ("gemv", "gemm"):
-        return {"W": np.concatenate([_np(m.weight) for m in _linears(model, node)], axis=0)}
+        return {"W": _joined(w, node, "W")}
     return {}
 
 
-def rope_tables(cfg: ModelConfig, positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """cos, sin [len(positions), head_dim] in the rotate-half convention."""
-    d = cfg.head_dim
-    inv = 1.0 / (cfg.rope_theta ** (np.arange(0, d, 2, dtype=np.float64) / d))
-    ang = np.outer(np.asarray(positions, dtype=np.float64), inv)
-    ang = np.concatenate([ang, ang], axis=-1)
-    return np.cos(ang).astype(np.float32), np.sin(ang).astype(np.float32)
+def rope_tables(w: Weights, node: OpNode, positions: np.ndarray) -> tuple[np.ndarray,
+                                                                            np.ndarray]:
+    """cos, sin ``[len(positions), head_dim]`` from the node's rotary module."""
+    path = node.param("rotary")
+    if not path:
+        raise AutoschedError(f"{node.name}: the capture found no module computing its "
+                             "rotary tables")
+    mod = w.module(path)
+    d = node.workload.dims["d"]
+    pos = torch.as_tensor(np.asarray(positions, dtype=np.int64))[None, :]
+    with torch.no_grad():
+        cos, sin = mod(torch.zeros(1, 1, d, dtype=torch.float32), pos)
+    cos, sin = (t.float().reshape(-1, t.shape[-1]).numpy() for t in (cos, sin))
+    if cos.shape != (len(positions), d):
+        raise AutoschedError(f"{node.name}: module {path!r} returned rotary tables of shape "
+                             f"{cos.shape}, expected {(len(positions), d)}")
+    return cos, sin
 
 
-def node_constants(model: LlamaModel, cfg: ModelConfig, node: OpNode,
-                   positions: np.ndarray) -> dict[str, np.ndarray]:
+def node_constants(w: Weights, node: OpNode, positions: np.ndarray) -> dict[str, np.ndarray]:
     """Host constants of ``node`` by local kernel buffer name (``positions`` per row)."""
-    w, out = node.workload, {}
-    if w.op == "rmsnorm":
-        out["w"] = _norm(model, node.role, node.layer)
-    elif w.op == "layernorm":
-        mod = _norm_module(model, node.role, node.layer)
-        out["w"], out["b"] = _np(mod.weight), _np(mod.bias)
-    elif w.op == "embedding":
-        out["table"] = _np(model.embed.weight)
-    elif w.op == "rope":
-        out["cos"], out["sin"] = rope_tables(cfg, positions)
-    elif w.op in ("gemv", "gemm"):
-        lins = _linears(model, node)
-        if w.attr("bias", 0):
-            out["b"] = np.concatenate([_np(m.bias) for m in lins])
-        if w.attr("prologue") == "rmsnorm":
-            norm_role = "attn_norm" if node.role in ("q_proj", "k_proj", "v_proj", "qkv_proj") \
-                else "final_norm" if node.role == "lm_head" else "ffn_norm"
-            out["norm_w"] = _norm(model, norm_role, node.layer)
+    op, out = node.workload.op, {}
+    if op in ("rmsnorm", "layernorm"):
+        out["w"] = w.get(node.param("w")) if node.param("w") else \
+            np.ones(node.workload.dims["n"], np.float32)
+        if op == "layernorm":
+            out["b"] = w.get(node.param("b"))
+    elif op == "embedding":
+        out["table"] = w.get(node.param("table"))
+    elif op == "rope":
+        out["cos"], out["sin"] = rope_tables(w, node, positions)
+    elif op in ("gemv", "gemm"):
+        if node.workload.attr("bias", 0):
+            out["b"] = _joined(w, node, "b")
+        if node.workload.attr("prologue") == "rmsnorm":
+            out["norm_w"] = w.get(node.param("norm_w")) if node.param("norm_w") else \
+                np.ones(node.workload.dims["k"], np.float32)
+    elif op == "host":
+        for local, name in node.params:
+            out[local] = w.get(name)
     return out

@@ -1,36 +1,46 @@
-"""Model configuration: the shapes of a Llama-family decoder, parsed from a Hugging Face
-style ``config.json`` and checked against what autosched can model."""
+"""Model configuration: the shapes and numerics of a Llama-family decoder.
+
+:class:`ModelConfig` is autosched's summary of a Hugging Face config (``hf_config`` turns
+one into the other): immutable, hashable, validated on construction. It decides every
+workload of the model; the ``transformers`` module built from it (``module``) is what is
+captured.
+"""
 
 from __future__ import annotations
 
-import json
-from dataclasses import asdict, dataclass
-from pathlib import Path
+from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 from sim.errors import AutoschedError
 
-__all__ = ["MODEL_TYPES", "ModelConfig", "ModelError"]
+__all__ = ["LIMITS", "MODEL_TYPES", "ModelConfig", "ModelError", "NORMS"]
 
 MODEL_TYPES = ("llama", "mistral", "qwen2")
 NORMS = ("rmsnorm", "layernorm")
-_DTYPES = {"float16": "fp16", "fp16": "fp16", "half": "fp16",
-           "bfloat16": "bf16", "bf16": "bf16"}
-_REQUIRED = ("hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
-             "vocab_size")
+# what a real device could hold: beyond these a size is a typo, not a model
+LIMITS = {"hidden": 1 << 17, "intermediate": 1 << 20, "layers": 1 << 10, "heads": 1 << 10,
+          "kv_heads": 1 << 10, "head_dim": 1 << 10, "vocab": 1 << 22, "max_positions": 1 << 24}
 
 
 class ModelError(AutoschedError):
     """A model or its configuration is outside what the frontend can capture."""
 
 
-def _fail(name: str, why: str) -> ModelError:
+def fail(name: str, why: str) -> ModelError:
+    """The error for a config named ``name``: ``model config 'name': why``."""
     return ModelError(f"model config {name!r}: {why}")
 
 
 @dataclass(frozen=True)
 class ModelConfig:
-    """Shapes and numerics of one decoder; immutable, validated on construction."""
+    """Shapes and numerics of one decoder; immutable, validated on construction.
+
+    ``rope_scaling``: the RoPE parameters besides ``rope_theta`` as sorted (key, value)
+    pairs (``()`` for plain RoPE), ``rope_type`` among them, as ``transformers`` spells
+    them. ``sliding_window`` (0: none) limits attention to the last that many positions
+    in every layer not listed in ``full_layers``. ``arch``: the ``transformers`` class of
+    the module ("" for the family's causal-LM class).
+    """
 
     model_type: str
     hidden: int
@@ -48,28 +58,48 @@ class ModelConfig:
     dtype: str = "fp16"
     name: str = ""
     norm: str = "rmsnorm"  # rmsnorm (the Llama family) | layernorm (with bias); eps: rms_eps
+    mlp_bias: bool = False
+    hidden_act: str = "silu"
+    rope_scaling: tuple[tuple[str, Any], ...] = ()
+    sliding_window: int = 0
+    full_layers: tuple[int, ...] = ()
+    arch: str = ""
 
     def __post_init__(self) -> None:
         n = self.name or self.model_type
         if self.model_type not in MODEL_TYPES:
-            raise _fail(n, f"model_type {self.model_type!r} is not supported; use one of "
-                           f"{', '.join(MODEL_TYPES)}")
-        for f in ("hidden", "intermediate", "layers", "heads", "kv_heads", "head_dim", "vocab",
-                  "max_positions"):
+            raise fail(n, f"model_type {self.model_type!r} is not supported; use one of "
+                          f"{', '.join(MODEL_TYPES)}")
+        for f, top in LIMITS.items():
             v = getattr(self, f)
-            if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
-                raise _fail(n, f"{f} must be a positive integer, got {v!r}")
+            if isinstance(v, bool) or not isinstance(v, int) or not 0 < v <= top:
+                raise fail(n, f"{f} must be an integer in [1, {top}], got {v!r}")
         if self.heads % self.kv_heads:
-            raise _fail(n, f"heads ({self.heads}) must be a multiple of kv_heads "
-                           f"({self.kv_heads}) for grouped-query attention")
+            raise fail(n, f"heads ({self.heads}) must be a multiple of kv_heads "
+                          f"({self.kv_heads}) for grouped-query attention")
         if self.head_dim % 2:
-            raise _fail(n, f"head_dim ({self.head_dim}) must be even for rotary embedding")
+            raise fail(n, f"head_dim ({self.head_dim}) must be even for rotary embedding")
         if not (self.rms_eps > 0 and self.rope_theta > 0):
-            raise _fail(n, "rms_eps and rope_theta must be positive")
+            raise fail(n, "rms_eps and rope_theta must be positive")
         if self.dtype not in ("fp16", "bf16"):
-            raise _fail(n, f"dtype {self.dtype!r} is not supported; use fp16 or bf16")
+            raise fail(n, f"dtype {self.dtype!r} is not supported; use fp16 or bf16")
         if self.norm not in NORMS:
-            raise _fail(n, f"norm {self.norm!r} is not supported; use one of {', '.join(NORMS)}")
+            raise fail(n, f"norm {self.norm!r} is not supported; use one of {', '.join(NORMS)}")
+        if not isinstance(self.hidden_act, str) or not self.hidden_act:
+            raise fail(n, f"hidden_act must be an activation name, got {self.hidden_act!r}")
+        if not isinstance(self.sliding_window, int) or self.sliding_window < 0:
+            raise fail(n, f"sliding_window must be a non-negative integer, got "
+                          f"{self.sliding_window!r}")
+        fixed = {"qwen2": ("attention_bias", True), "mistral": ("attention_bias", False)}
+        if self.model_type in fixed and getattr(self, fixed[self.model_type][0]) != \
+                fixed[self.model_type][1]:
+            raise fail(n, f"{self.model_type} models have attention_bias="
+                          f"{fixed[self.model_type][1]}")
+        if self.mlp_bias and self.model_type != "llama":
+            raise fail(n, "mlp_bias exists only in llama models")
+        if any(not 0 <= i < self.layers for i in self.full_layers):
+            raise fail(n, f"full_layers {self.full_layers} name layers outside "
+                          f"0..{self.layers - 1}")
 
     @property
     def q_dim(self) -> int:
@@ -79,84 +109,35 @@ class ModelConfig:
     def kv_dim(self) -> int:
         return self.kv_heads * self.head_dim
 
+    @property
+    def rope_type(self) -> str:
+        return str(dict(self.rope_scaling).get("rope_type", "default"))
+
+    def window(self, layer: int) -> int:
+        """Positions layer ``layer`` attends to (0: all of them)."""
+        return 0 if layer in self.full_layers else self.sliding_window
+
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> ModelConfig:
         """Inverse of :meth:`to_dict` (our own field names, not Hugging Face's)."""
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(d) - known)
+        if unknown:
+            raise ModelError(f"unknown model config field(s) {', '.join(unknown)}")
+        d = dict(d)
+        d["rope_scaling"] = tuple((k, tuple(v) if isinstance(v, list) else v)
+                                  for k, v in d.get("rope_scaling", ()))
+        d["full_layers"] = tuple(d.get("full_layers", ()))
         return cls(**d)
 
     @classmethod
-    def from_hf(cls, src: str | Path | dict[str, Any], *, name: str | None = None,
+    def from_hf(cls, src: Any, *, name: str | None = None,
                 dtype: str | None = None) -> ModelConfig:
-        """Parse a Hugging Face ``config.json`` (file, directory holding one, or dict).
+        """Parse a Hugging Face ``config.json`` (file, directory holding one, dict, or a
+        ``transformers`` config object); see :func:`autosched.frontend.hf_config.parse`."""
+        from .hf_config import parse
 
-        ``dtype`` overrides ``torch_dtype``. Raises :class:`ModelError` naming the field
-        for anything we do not model (unknown model_type, rope scaling, an active sliding
-        window, an activation other than SiLU, MLP bias, inconsistent head counts).
-        """
-        if isinstance(src, dict):
-            hf, default_name = src, None
-        else:
-            p = Path(src)
-            if p.is_dir():
-                p = p / "config.json"
-            if not p.is_file():
-                raise ModelError(f"no model config at {str(src)!r}: give a built-in name, a "
-                                 "config.json file or a directory containing one")
-            try:
-                hf = json.loads(p.read_text())
-            except json.JSONDecodeError as e:
-                raise ModelError(f"{p} is not valid JSON: {e}") from e
-            default_name = p.parent.name if p.name == "config.json" else p.stem
-        label = name or hf.get("_name_or_path") or default_name or str(hf.get("model_type"))
-        return cls(**_parse(hf, label, dtype))
-
-
-def _parse(hf: dict[str, Any], label: str, dtype: str | None) -> dict[str, Any]:
-    """Translate and check Hugging Face keys; returns ModelConfig keyword arguments."""
-    mt = hf.get("model_type")
-    if mt not in MODEL_TYPES:
-        raise _fail(label, f"model_type {mt!r} is not supported; use one of "
-                           f"{', '.join(MODEL_TYPES)}")
-    missing = [k for k in _REQUIRED if k not in hf]
-    if missing:
-        raise _fail(label, f"missing required key(s) {', '.join(missing)}")
-    act = hf.get("hidden_act", "silu")
-    if act != "silu":
-        raise _fail(label, f"hidden_act {act!r} is not modelled; only 'silu' (SwiGLU) is")
-    rs = hf.get("rope_scaling")
-    if rs and (rs.get("rope_type") or rs.get("type")) != "default":
-        raise _fail(label, f"rope_scaling {rs!r} is not modelled; remove it or use plain RoPE")
-    if hf.get("mlp_bias"):
-        raise _fail(label, "mlp_bias=true is not modelled; the MLP projections have no bias")
-    heads = hf["num_attention_heads"]
-    hidden = hf["hidden_size"]
-    max_pos = hf.get("max_position_embeddings", 2048)
-    window = hf.get("sliding_window")
-    if mt == "qwen2" and not hf.get("use_sliding_window", False):
-        window = None
-    if window is not None and window < max_pos:
-        raise _fail(label, f"sliding_window={window} is smaller than max_position_embeddings="
-                           f"{max_pos}; windowed attention is not modelled")
-    head_dim = hf.get("head_dim")
-    if head_dim is None:
-        if not isinstance(heads, int) or heads <= 0 or hidden % heads:
-            raise _fail(label, f"hidden_size ({hidden}) is not num_attention_heads ({heads}) x "
-                               "an integer head_dim; give head_dim explicitly")
-        head_dim = hidden // heads
-    raw_dtype = dtype or hf.get("torch_dtype") or hf.get("dtype") or "float16"
-    if raw_dtype not in _DTYPES:
-        raise _fail(label, f"torch_dtype {raw_dtype!r} is not supported; the accelerator "
-                           "computes in float16 or bfloat16 (pass dtype='fp16' to override)")
-    bias = True if mt == "qwen2" else bool(hf.get("attention_bias", False))
-    return dict(
-        model_type=mt, hidden=hidden, intermediate=hf["intermediate_size"],
-        layers=hf["num_hidden_layers"], heads=heads,
-        kv_heads=hf.get("num_key_value_heads") or heads, head_dim=head_dim,
-        vocab=hf["vocab_size"], rms_eps=float(hf.get("rms_norm_eps", 1e-6)),
-        rope_theta=float(hf.get("rope_theta", 10000.0)), max_positions=max_pos,
-        tie_embeddings=bool(hf.get("tie_word_embeddings", False)), attention_bias=bias,
-        dtype=_DTYPES[raw_dtype], name=label,
-    )
+        return parse(src, name=name, dtype=dtype)

@@ -18,22 +18,31 @@ PHASES = ("decode", "prefill")
 @dataclass(frozen=True)
 class OpNode:
     """One operator: its workload, the nodes it reads, its decoder layer (None outside the
-    layers) and its role in the model (``q_proj``, ``attn``, ``ffn_down``, ``lm_head``...)."""
+    layers), its role in the model (``q_proj``, ``attn``, ``ffn_down``, ``lm_head``...) and
+    where its numbers come from: ``params`` maps each kernel tensor (``W``, ``b``, ``w``,
+    ``table``, ``p0``...) to the module's parameter name, and ``rotary`` to the module
+    computing the rotary tables."""
 
     name: str
     workload: Workload
     inputs: tuple[str, ...] = ()
     layer: int | None = None
     role: str = ""
+    params: tuple[tuple[str, str], ...] = ()
+
+    def param(self, local: str) -> str | None:
+        return dict(self.params).get(local)
 
     def to_dict(self) -> dict:
         return {"name": self.name, "workload": self.workload.to_dict(),
-                "inputs": list(self.inputs), "layer": self.layer, "role": self.role}
+                "inputs": list(self.inputs), "layer": self.layer, "role": self.role,
+                "params": dict(self.params)}
 
     @classmethod
     def from_dict(cls, d: dict) -> OpNode:
         return cls(d["name"], Workload.from_dict(d["workload"]), tuple(d.get("inputs", ())),
-                   d.get("layer"), d.get("role", ""))
+                   d.get("layer"), d.get("role", ""),
+                   tuple(sorted((d.get("params") or {}).items())))
 
 
 @dataclass(frozen=True)
@@ -80,6 +89,16 @@ class OpGraph:
     def by_role(self, role: str) -> list[OpNode]:
         """Nodes with ``role``, in graph order."""
         return [n for n in self.nodes if n.role == role]
+
+    def host_ops(self) -> dict[str, tuple[str, ...]]:
+        """The ops no operator family covers, run on the host (``host`` nodes): each op's
+        key (ATen name and digest) and the nodes that run it, in graph order."""
+        out: dict[str, tuple[str, ...]] = {}
+        for n in self.nodes:
+            if n.workload.op == "host":
+                fn = str(n.workload.attr("fn"))
+                out[fn] = (*out.get(fn, ()), n.name)
+        return out
 
     def to_dict(self) -> dict:
         return {"model": self.model, "phase": self.phase, "batch": self.batch,

@@ -3,9 +3,10 @@ attributes, fusion.
 
 ``tune`` and ``compile`` must see the same workloads, or the schedules tuned for one
 would never be found by the other; this module is the one place that decides them.
-RMSNorm workloads carry the model's ``eps``; attention workloads carry ``capacity``, the
-KV positions reserved, so the cache layout does not move as the context grows; q/k/v
-projections of models with attention biases carry ``bias=1``.
+Attention workloads carry ``capacity``, the KV positions reserved, so the cache layout
+does not move as the context grows, and ``window`` when the layer attends to fewer
+positions than that (a sliding window). Norm ``eps`` and linear ``bias`` come from the
+captured graph itself.
 """
 
 from __future__ import annotations
@@ -23,9 +24,6 @@ from .zoo import get_model_config
 
 __all__ = ["model_graph", "with_attrs", "with_context"]
 
-_BIASED = ("q_proj", "k_proj", "v_proj")
-
-
 def with_attrs(w: Workload, **attrs: object) -> Workload:
     """``w`` with ``attrs`` merged into its attributes."""
     merged = {**dict(w.attrs), **attrs}
@@ -36,12 +34,10 @@ def _normalise(graph: OpGraph, cfg: ModelConfig, capacity: int) -> OpGraph:
     nodes = []
     for n in graph.nodes:
         w = n.workload
-        if w.op in ("rmsnorm", "layernorm"):
-            w = with_attrs(w, eps=cfg.rms_eps)
-        elif w.op == "attention":
-            w = with_attrs(w, capacity=capacity)
-        elif w.op in ("gemv", "gemm") and cfg.attention_bias and n.role in _BIASED:
-            w = with_attrs(w, bias=1)
+        if w.op == "attention":
+            window = cfg.window(n.layer) if n.layer is not None else 0
+            extra = {"window": window} if 0 < window < capacity else {}
+            w = with_attrs(w, capacity=capacity, **extra)
         nodes.append(dataclasses.replace(n, workload=w))
     return dataclasses.replace(graph, nodes=tuple(nodes))
 

@@ -2,7 +2,7 @@
 
 Every node output is a matrix ``[rows, width]`` (:func:`output_width`); :func:`operands`
 maps each activation input of a node's kernel (family convention names: ``x``, ``r``,
-``a``, ``b``, ``q``, ``k``, ``v``, ``ids``) to the :class:`FusedView` s whose
+``a``, ``b``, ``q``, ``k``, ``v``, ``ids``, ``x0``.. of a host op) to the :class:`FusedView` s whose
 column-concatenation forms it. Outputs holding several logical tensors are labelled by
 :func:`output_parts`: ``qkv_proj`` = q | k | v, ``rope`` = q | k, ``gate_up`` (without
 silu_mul) = gate | up. E.g. attention ``v`` = columns ``[(h+kvh)d, (h+2kvh)d)`` of
@@ -113,6 +113,8 @@ def operands(graph: OpGraph, node: OpNode) -> dict[str, tuple[FusedView, ...]]:
         names = ("x", "r") if w.attr("epilogue") == "add" else ("x",)
     elif w.op == "elementwise":
         names = ("a", "b") if w.attr("fn") in ("add", "mul", "silu_mul") else ("a",)
+    elif w.op == "host":
+        names = tuple(f"x{i}" for i in range(len(node.inputs)))
     else:
         names = ("x",)
     if len(names) != len(node.inputs):

@@ -2,7 +2,8 @@
 
 ``apply_fusion(graph, plan)`` (plan: a point of ``search_spaces.fusion.fusion_space``)
 returns a new :class:`OpGraph` whose nodes carry the fused workloads: merged linears are
-named ``l{i}.qkv_proj`` / ``l{i}.gate_up`` (roles ``qkv_proj``, ``gate_up``), absorbing
+named ``l{i}.qkv_proj`` / ``l{i}.gate_up`` (roles ``qkv_proj``, ``gate_up``; parameter
+names of the parts joined by ``|`` in order), absorbing
 linears keep their name and role with new attrs (``prologue``, ``eps``, ``epilogue``),
 removed nodes' consumers read the node that replaced them. ``fuse_weights`` gives the
 weights of the fused graph (merged ``W``/``b`` concatenated in q|k|v and gate|up order,
@@ -73,7 +74,10 @@ def _merge(st: _State, roles: tuple[str, ...], role: str) -> None:
         name = role if layer is None else f"l{layer}.{role}"
         n = sum(p.workload.dims["n"] for p in parts)
         st.origin[name] = sum((st.origin.get(p.name, (p.name,)) for p in parts), ())
-        st.swap(parts[0], OpNode(name, _with(w0, {"n": n}), parts[0].inputs, layer, role))
+        joined = {k: "|".join(p.param(k) or "" for p in parts) for k in ("W", "b")
+                  if parts[0].param(k)}
+        st.swap(parts[0], OpNode(name, _with(w0, {"n": n}), parts[0].inputs, layer, role,
+                                 tuple(sorted(joined.items()))))
         for p in parts[1:]:
             st.swap(p, None)
         st.rewire({p.name: name for p in parts})
@@ -120,9 +124,12 @@ def _norms(st: _State) -> None:
         eps = float(r.workload.attr("eps", DEFAULT_EPS))
         for u in users:
             st.norm[u.name] = r.name
+            params = dict(u.params)
+            if r.param("w"):
+                params["norm_w"] = r.param("w")
             st.swap(u, dataclasses.replace(
                 u, workload=_with(u.workload, prologue="rmsnorm", eps=eps),
-                inputs=(r.inputs[0], *u.inputs[1:])))
+                inputs=(r.inputs[0], *u.inputs[1:]), params=tuple(sorted(params.items()))))
         st.swap(r, None)
 
 

@@ -14,8 +14,9 @@ from search_spaces.attention.space import (
     attention_space,
     capacity_of,
     qrow_options,
+    shape_of,
 )
 
 __all__ = ["ATTN_RULES", "AttnPlan", "AttnShape", "Piece", "TensorLayout", "attention_default",
            "attention_shape", "attention_space", "cache_rows", "capacity_of", "plan_attention",
-           "qrow_options"]
+           "qrow_options", "shape_of"]

@@ -1,24 +1,30 @@
 """KV-cache layout of attention over a KV cache: where each cached position lives.
 
 The one home of the layout: the attention space's constraints are the rules this plan
-checks (:mod:`.rules`), and the code generator (``autosched.codegen.families.attention``)
-lowers the plan.
+checks (:mod:`.rules`, which also derives the padded widths), and the code generator
+(``autosched.codegen.families.attention``) lowers the plan.
 
 Channels: ``seq_split`` streams ``si`` of ``kv_channels`` channels each; channel ``ch`` of
 a stream serves kv heads ``g = gs * kv_channels + ch`` for every batch row ``bi``, one
-"slot" ``sigma = bi * (kvh // kv_channels) + gs`` at a time. Positions are dealt in
-chunks: chunk ``c`` goes to stream ``c % seq_split``, pass ``c // seq_split``.
+"slot" ``sigma = bi * (kvh // kv_channels) + gs`` at a time. Cache slots are dealt in
+chunks: chunk ``c`` goes to stream ``c % seq_split``, pass ``c // seq_split``; position
+``p`` lives in slot ``p % span`` (a ring when a sliding window is shorter than the
+capacity), ``live = min(l, span)`` slots hold positions.
 
-Three tensor layouts, each depending only on (b, kvh, d, capacity, schedule), never on l:
+Three tensor layouts, each depending only on (b, q, kvh, d, capacity, window, schedule),
+never on l (``L`` lanes per column, ``dk`` a position's elements padded to columns):
 
 * ``kpim`` (K for scores on PIM): a pass gives unit ``u`` ``ppu`` positions in
-  ``ppu / ppr`` rows, position-major (a position's ``d`` elements in ``d / 16`` columns).
-  Register sets of ``pps`` positions ("subs") are read out in (sub, unit) order.
-* ``vpim`` (V for the weighted sum on PIM): a position's ``d`` outputs are split over
-  ``uv`` units (``cpp`` columns each); a row of a unit holds ``ppr_v`` positions, column
-  ``eb * ppr_v + pos`` holding 16 outputs of e-block ``eb``.
-* ``plain`` (K or V read by the host): row-major ``[position, d]`` dealt in row-sized
-  chunks over the banks of the channel, one row index per chunk of ``banks * E / d``.
+  ``ceil(ppu / ppr)`` rows, position-major (a position's ``dk`` elements in ``dk / L``
+  columns, ``ppr = E // dk`` per row). Register sets of ``pps`` positions ("subs") are
+  read out in (sub, unit) order.
+* ``vpim`` (V for the weighted sum on PIM): a position's ``dv = uv * cpp * L`` (padded)
+  outputs are split over ``uv`` units (``cpp`` columns each); a row of a unit holds
+  ``ppr_v`` positions, column ``eb * ppr_v + pos`` holding the ``L`` outputs of e-block
+  ``eb``.
+* ``plain`` (K or V read by the host): ``ppr`` positions of ``dk`` elements per bank row,
+  row-major, dealt over the banks of the channel, one row index per chunk of
+  ``banks * ppr``.
 """
 
 from __future__ import annotations
@@ -92,6 +98,33 @@ class AttnPlan:
     cpp: int  # V columns per position per unit
     K: TensorLayout
     V: TensorLayout
+    lanes: int = 16  # elements per column
+    dk: int = 0  # a position's elements padded to whole columns (q, K, plain V)
+    dv: int = 0  # V elements per position as laid out (vpim: uv * cpp * lanes; plain: dk)
+    span: int = 0  # cache slots
+    window: int = 0  # sliding window (0: none)
+    scale: float = 0.0  # score scale
+
+    @property
+    def live(self) -> int:
+        """Slots holding a position."""
+        return min(self.l, self.span)
+
+    @property
+    def cols(self) -> int:
+        """Columns of one position (K)."""
+        return self.dk // self.lanes
+
+    def buf(self, name: str) -> str:
+        """The host buffer holding ``q``, ``k``, ``v`` or the result ``y`` as the layout
+        reads or writes it: the padded copy (``qp``, ``kp``, ``vp``, ``yv``) when a head
+        is padded."""
+        padded = self.dk != self.d if name in ("q", "k") else self.dv != self.d
+        return {"q": "qp", "k": "kp", "v": "vp", "y": "yv"}[name] if padded else name
+
+    def width(self, name: str) -> int:
+        """Elements per head row of ``buf(name)``."""
+        return self.dk if name in ("q", "k") else self.dv
 
     @property
     def slots(self) -> int:
@@ -110,22 +143,23 @@ class AttnPlan:
 
     @property
     def lp(self) -> int:
-        """Padded position count of the host-side score rows."""
-        return max(ceil_div(self.l, t.chunk) * t.chunk for t in (self.K, self.V))
+        """Padded slot count of the host-side score rows."""
+        return max(ceil_div(self.live, t.chunk) * t.chunk for t in (self.K, self.V))
 
     def passes_of(self, t: TensorLayout, si: int) -> int:
-        """Passes stream ``si`` runs for the ``l`` live positions."""
-        n = ceil_div(self.l, t.chunk)
+        """Passes stream ``si`` runs for the live slots."""
+        n = ceil_div(self.live, t.chunk)
         return max(0, ceil_div(n - si, self.S))
 
     def owner(self, t: TensorLayout, p: int) -> tuple[int, int, int]:
-        """(stream, pass, position within the pass's chunk) of position ``p``."""
-        c = p // t.chunk
-        return c % self.S, c // self.S, p % t.chunk
+        """(stream, pass, slot within the pass's chunk) of position ``p``."""
+        slot = p % self.span
+        c = slot // t.chunk
+        return c % self.S, c // self.S, slot % t.chunk
 
     def pieces(self, t: TensorLayout, x: int) -> list[Piece]:
-        """Where position ``x`` of a pass's chunk lives (rows relative to the pass)."""
-        dc = self.d // 16
+        """Where slot ``x`` of a pass's chunk lives (rows relative to the pass)."""
+        dc, lanes = self.cols, self.lanes
         if t.kind == "kpim":
             k, rest = divmod(x, self.U * self.pps)
             u, w = divmod(rest, self.pps)
@@ -133,48 +167,52 @@ class AttnPlan:
             return [Piece(u * self.bpu, y // self.ppr, (y % self.ppr) * dc, 0, dc)]
         if t.kind == "vpim":
             ppr_v = self.cpr // self.cpp
-            return [Piece(uv * self.vstep, 0, eb * ppr_v + x, (uv * self.cpp + eb) * 16, 1)
+            return [Piece(uv * self.vstep, 0, eb * ppr_v + x, (uv * self.cpp + eb) * lanes, 1)
                     for uv in range(self.uv) for eb in range(self.cpp)]
-        bank, r = divmod(x * self.d, self.E)
-        return [Piece(bank, 0, r // 16, 0, dc)]
+        bank, r = divmod(x, self.ppr)
+        return [Piece(bank, 0, r * dc, 0, dc)]
 
 
-def _layout(kind: str, chunk: int, rpp: int, cap: int, S: int, base: int) -> TensorLayout:
-    return TensorLayout(kind, chunk, rpp, ceil_div(ceil_div(cap, chunk), S), base)
+def _layout(kind: str, chunk: int, rpp: int, span: int, S: int, base: int) -> TensorLayout:
+    return TensorLayout(kind, chunk, rpp, ceil_div(ceil_div(span, chunk), S), base)
 
 
-def attention_shape(w_dims: dict[str, int], cap: int, hw: Hardware) -> AttnShape:
+def attention_shape(w_dims: dict[str, int], cap: int, hw: Hardware,
+                    window: int = 0) -> AttnShape:
     """The rules' view of a workload's dims with ``cap`` positions reserved."""
-    return AttnShape(hw, *(w_dims[k] for k in ("b", "q", "h", "kvh", "d")), cap)
+    return AttnShape(hw, *(w_dims[k] for k in ("b", "q", "h", "kvh", "d")), cap, window)
 
 
-def plan_attention(w_dims: dict[str, int], cap: int, point: dict, hw: Hardware) -> AttnPlan:
+def plan_attention(w_dims: dict[str, int], cap: int, point: dict, hw: Hardware,
+                   window: int = 0, scale: float | None = None) -> AttnPlan:
     """Resolve a point, or raise AutoschedError naming every rule it breaks."""
-    sh = attention_shape(w_dims, cap, hw)
+    sh = attention_shape(w_dims, cap, hw, window)
     why = shape_reasons(sh, w_dims["l"]) or attention_reasons(sh, point)
     if why:
         raise AutoschedError("; ".join(why))
     b, q, h, kvh, d, n = (w_dims[k] for k in ("b", "q", "h", "kvh", "d", "l"))
-    E, U = hw.row_elems, hw.units_per_channel
+    E, U, lanes = hw.row_elems, hw.units_per_channel, sh.lanes
     ppr, dot = sh.ppr, point.get("k_mode") == "dot"
     rpq = point.get("k_regs", 1)
-    pps = rpq * (16 if dot else 1)
+    pps = rpq * (lanes if dot else 1)
     ppu = max(pps, ppr)
-    S, nb = point["seq_split"], hw.org.banks_per_channel
+    S, nb, span = point["seq_split"], hw.org.banks_per_channel, sh.span
     if point["scores"] == "pim":
-        K = _layout("kpim", U * ppu, ppu // ppr, cap, S, 0)
+        K = _layout("kpim", U * ppu, ceil_div(ppu, ppr), span, S, 0)
     else:
-        K = _layout("plain", sh.plain, 1, cap, S, 0)
+        K = _layout("plain", sh.plain, 1, span, S, 0)
     slots = b * (kvh // point["kv_channels"])
     vbase = K.rows(slots)
+    uv, cpp = sh.uv(point), sh.cpp(point)
     if point["wsum"] == "pim":
-        V = _layout("vpim", sh.chunk_v, 1, cap, S, vbase)
+        V, dv = _layout("vpim", sh.chunk_v(point), 1, span, S, vbase), uv * cpp * lanes
     else:
-        V = _layout("plain", sh.plain, 1, cap, S, vbase)
+        V, dv = _layout("plain", sh.plain, 1, span, S, vbase), sh.dk
     return AttnPlan(b=b, q=q, h=h, kvh=kvh, d=d, l=n, cap=cap, G=h // kvh,
                     kc=point["kv_channels"], S=S, scores=point["scores"],
                     k_mode=point.get("k_mode", ""), rpq=rpq, qk=point.get("k_qrows", 1),
                     wsum=point["wsum"], qv=point.get("v_qrows", 1), U=U,
                     bpu=hw.pim.banks_per_unit, NB=nb, bg=hw.org.bank_groups, E=E,
-                    cpr=hw.columns_per_row, ppr=ppr, pps=pps, ppu=ppu, uv=sh.uv, cpp=sh.cpp,
-                    K=K, V=V)
+                    cpr=hw.columns_per_row, ppr=ppr, pps=pps, ppu=ppu, uv=uv, cpp=cpp,
+                    K=K, V=V, lanes=lanes, dk=sh.dk, dv=dv, span=span, window=window,
+                    scale=scale if scale is not None else d ** -0.5)

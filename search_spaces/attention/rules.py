@@ -1,4 +1,4 @@
-"""The attention layout's validity rules, stated once.
+"""The attention layout's validity rules and derived geometry, stated once.
 
 :func:`~search_spaces.attention.geometry.plan_attention` refuses a point with the reasons
 of every rule it breaks, and the attention space wraps each rule as a constraint over its
@@ -6,6 +6,14 @@ parameters, so the space and the code generator accept the same points. Shape ru
 (:func:`shape_reasons`) concern the workload itself: a shape that breaks one has no
 space at all. Point rules read a few parameters (``reads``; ``v`` maps each to its value)
 and return why they do not fit, or None; ``when`` is the placement they apply under.
+
+Head dimensions: a position's ``d`` elements occupy ``dk = d`` rounded up to whole
+columns (``L`` lanes each; the padding lanes hold zeros). Keys sit position-major, ``E //
+dk`` positions per row. Values are split over ``uv`` units of each channel, ``cpp``
+columns each, ``uv * cpp * L >= dk`` (padding again); ``uv`` is the schedule's
+``v_units`` when the head dim needs padding or is not a power-of-two number of columns,
+else ``min(units, columns)``. A sliding window of ``W`` positions keeps the cache to
+``span = min(capacity, W)`` slots for decoding (position ``p`` in slot ``p % span``).
 """
 
 from __future__ import annotations
@@ -25,8 +33,8 @@ V = Mapping[str, Any]
 
 @dataclass(frozen=True)
 class AttnShape:
-    """The workload's sizes (``cap`` KV positions reserved) on one hardware, with the
-    derived per-row geometry every rule uses."""
+    """The workload's sizes (``cap`` KV positions reserved, sliding ``window`` or 0) on one
+    hardware, with the derived per-row geometry every rule uses."""
 
     hw: Hardware
     b: int
@@ -35,41 +43,73 @@ class AttnShape:
     kvh: int
     d: int
     cap: int
+    window: int = 0
+
+    @property
+    def lanes(self) -> int:
+        """Elements of one column (one MAC lane each)."""
+        return self.hw.column_elems
+
+    @property
+    def dk(self) -> int:
+        """A position's elements padded to whole columns."""
+        return ceil_div(self.d, self.lanes) * self.lanes
+
+    @property
+    def cols(self) -> int:
+        """Columns of one position."""
+        return self.dk // self.lanes
+
+    @property
+    def padded(self) -> bool:
+        """Whether the schedule chooses ``v_units`` and states ``head_pad``."""
+        return self.dk != self.d or self.cols & (self.cols - 1) != 0
+
+    @property
+    def span(self) -> int:
+        """Cache slots: the capacity, or the window when decoding with a smaller one."""
+        if self.window and self.q == 1:
+            return min(self.cap, self.window)
+        return self.cap
 
     @property
     def ppr(self) -> int:
         """Positions per row in position-major layouts."""
-        return self.hw.row_elems // self.d
+        return self.hw.row_elems // self.dk
 
-    @property
-    def uv(self) -> int:
-        """Units holding V (one 16-output block each at least)."""
-        return min(self.hw.units_per_channel, self.d // 16)
+    def v_options(self) -> tuple[int, ...]:
+        """Possible ``v_units``: divisors of the channel's units, at most the columns
+        (the units themselves when there are more columns)."""
+        u = self.hw.units_per_channel
+        return tuple(x for x in range(1, u + 1) if u % x == 0 and (x <= self.cols or x == u))
 
-    @property
-    def cpp(self) -> int:
+    def uv(self, v: V) -> int:
+        """Units holding V."""
+        if self.padded and "v_units" in v:
+            return v["v_units"]
+        return min(self.hw.units_per_channel, self.cols)
+
+    def cpp(self, v: V) -> int:
         """V columns per position per unit."""
-        return self.d // 16 // self.uv
+        return ceil_div(self.cols, self.uv(v))
 
-    @property
-    def chunk_v(self) -> int:
+    def chunk_v(self, v: V) -> int:
         """Positions of one V pass per channel (a row of each V unit)."""
-        return self.hw.columns_per_row // self.cpp
+        return self.hw.columns_per_row // self.cpp(v)
 
     @property
     def plain(self) -> int:
         """Positions per pass in the host-read (plain) layout: the channel's banks' rows."""
-        return self.hw.org.banks_per_channel * self.hw.row_elems // self.d
+        return self.hw.org.banks_per_channel * self.ppr
 
 
 def shape_reasons(s: AttnShape, l: int | None = None) -> list[str]:  # noqa: E741
     """Why the workload cannot be laid out at all (empty: it can)."""
-    e, u, d = s.hw.row_elems, s.hw.units_per_channel, s.d
-    why = []
-    if d % 16 or e % d or (d // 16) & (d // 16 - 1):
-        why.append(f"head dim {d} must be 16 times a power of two dividing the {e}-element row")
-    elif u % s.uv:
-        why.append(f"head dim {d}: {d // 16} e-blocks do not tile {u} units")
+    hw, why = s.hw, []
+    if hw.pim.lanes != s.lanes or hw.pim.register_lanes != s.lanes:
+        why.append(f"{hw.name}: attention needs units of {s.lanes} lanes (a column)")
+    if s.dk > hw.row_elems:
+        why.append(f"head dim {s.d} exceeds the {hw.row_elems}-element row")
     if s.h % s.kvh:
         why.append(f"query heads {s.h} must be a multiple of kv heads {s.kvh}")
     if l is not None and not s.q <= l <= s.cap:
@@ -79,29 +119,30 @@ def shape_reasons(s: AttnShape, l: int | None = None) -> list[str]:  # noqa: E74
 
 def _kpim(s: AttnShape, v: V) -> tuple[int, int]:
     """(positions per channel pass, rows per pass) of K laid out for scores on PIM."""
-    pps = v["k_regs"] * (16 if v["k_mode"] == "dot" else 1)
+    pps = v["k_regs"] * (s.lanes if v["k_mode"] == "dot" else 1)
     ppu = max(pps, s.ppr)
-    return s.hw.units_per_channel * ppu, ppu // s.ppr
+    return s.hw.units_per_channel * ppu, ceil_div(ppu, s.ppr)
 
 
 def cache_rows(s: AttnShape, v: V) -> int:
     """Rows per bank the KV cache needs: K's region, then V's, for every slot."""
     ss, slots = v["seq_split"], s.b * (s.kvh // v["kv_channels"])
     chunk_k, rpp_k = _kpim(s, v) if v["scores"] == "pim" else (s.plain, 1)
-    chunk_v = s.chunk_v if v["wsum"] == "pim" else s.plain
-    k = slots * ceil_div(ceil_div(s.cap, chunk_k), ss) * rpp_k
-    return k + slots * ceil_div(ceil_div(s.cap, chunk_v), ss)
+    chunk_v = s.chunk_v(v) if v["wsum"] == "pim" else s.plain
+    k = slots * ceil_div(ceil_div(s.span, chunk_k), ss) * rpp_k
+    return k + slots * ceil_div(ceil_div(s.span, chunk_v), ss)
 
 
 @dataclass(frozen=True)
 class AttnRule:
-    """One point rule: its name, the parameters it reads, the scores placement it needs
-    (None: any), and the check."""
+    """One point rule: its name, the parameters it reads (``optional`` ones only where the
+    space has them), the scores placement it needs (None: any), and the check."""
 
     name: str
     reads: tuple[str, ...]
     check: Callable[[AttnShape, V], str | None]
     scores: str | None = None
+    optional: tuple[str, ...] = ()
 
 
 def _limit(what: str, value: Callable[[AttnShape, V], int], cap: Callable[[AttnShape], int],
@@ -122,6 +163,7 @@ def _rows(s: AttnShape, v: V) -> str | None:
 
 _REGS, _GB = (lambda s: s.hw.pim.registers), (lambda s: s.hw.gb_elems)
 _CACHE = ("kv_channels", "seq_split", "scores", "wsum")
+_VU = ("v_units",)
 ATTN_RULES: tuple[AttnRule, ...] = (
     AttnRule("channels", ("kv_channels", "seq_split"),
              _limit("kv_channels*seq_split", lambda s, v: v["kv_channels"] * v["seq_split"],
@@ -130,16 +172,16 @@ ATTN_RULES: tuple[AttnRule, ...] = (
              _limit("k_qrows*k_regs", lambda s, v: v["k_qrows"] * v["k_regs"], _REGS,
                     "registers per unit, the unit has"), "pim"),
     AttnRule("k_buffer", ("k_qrows",),
-             _limit("k_qrows*d", lambda s, v: v["k_qrows"] * s.d, _GB,
+             _limit("k_qrows*dk", lambda s, v: v["k_qrows"] * s.dk, _GB,
                     "query elements overflow the global buffer"), "pim"),
     AttnRule("v_registers", ("v_qrows",),
-             _limit("v_qrows*cpp", lambda s, v: v["v_qrows"] * s.cpp, _REGS,
-                    "registers per unit, the unit has")),
+             _limit("v_qrows*cpp", lambda s, v: v["v_qrows"] * s.cpp(v), _REGS,
+                    "registers per unit, the unit has"), optional=_VU),
     AttnRule("v_buffer", ("v_qrows",),
-             _limit("v_qrows*chunk_v", lambda s, v: v["v_qrows"] * s.chunk_v, _GB,
-                    "probabilities overflow the global buffer")),
-    AttnRule("cache_rows", (*_CACHE, "k_mode", "k_regs"), _rows, "pim"),
-    AttnRule("cache_rows_host_scores", _CACHE, _rows, "host"),
+             _limit("v_qrows*chunk_v", lambda s, v: v["v_qrows"] * s.chunk_v(v), _GB,
+                    "probabilities overflow the global buffer"), optional=_VU),
+    AttnRule("cache_rows", (*_CACHE, "k_mode", "k_regs"), _rows, "pim", optional=_VU),
+    AttnRule("cache_rows_host_scores", _CACHE, _rows, "host", optional=_VU),
 )
 
 

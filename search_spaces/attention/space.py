@@ -11,10 +11,16 @@ on the context length l, so one schedule serves every decoding step):
   ``k_regs`` registers per query row, ``k_qrows`` query rows MACed against each activated
   K row (GQA: the query heads of one kv head reuse the row; prefill adds tokens).
 * ``wsum`` (p v) on ``pim`` or ``host``; on PIM ``v_qrows`` query rows per activated V row.
+* Only for head dims that are not a power-of-two number of columns (e.g. 80, 96, or 100
+  padded to 112): ``head_pad``, the one value of ``dk`` (a position's elements padded to
+  whole columns; stated in every schedule of such a workload), and ``v_units``, the units
+  of a channel holding V (fewer units pad less, more units work in parallel).
 
 Softmax always runs on the host: it needs a max and a sum over every position of a row,
 which live in different banks and channels, and the units have no exp. Attribute
-``capacity`` of the workload (default l) is the number of KV positions reserved. The
+``capacity`` of the workload (default l) is the number of KV positions reserved, attr
+``window`` a sliding window (the cache then keeps ``min(capacity, window)`` slots when
+decoding), attr ``scale`` the score scale when it is not ``1/sqrt(d)``. The
 constraints are the layout's own rules (:mod:`.rules`, checked again by
 :func:`~.geometry.plan_attention`), so the space holds exactly the points the code
 generator lays out.
@@ -32,7 +38,7 @@ from search_spaces.workload import Workload
 from sim.errors import AutoschedError
 from sim.hardware import Hardware
 
-__all__ = ["attention_default", "attention_space", "capacity_of", "qrow_options"]
+__all__ = ["attention_default", "attention_space", "capacity_of", "qrow_options", "shape_of"]
 
 
 def capacity_of(workload: Workload) -> int:
@@ -48,9 +54,10 @@ def qrow_options(g: int, q: int) -> tuple[int, ...]:
     return tuple(t for t in range(1, g * q + 1) if g * q % t == 0 and (g % t == 0 or t % g == 0))
 
 
-def _shape(workload: Workload, hw: Hardware) -> AttnShape:
+def shape_of(workload: Workload, hw: Hardware) -> AttnShape:
     """The rules' view of ``workload``; raises when no point of it can be laid out."""
-    sh = attention_shape(workload.dims, capacity_of(workload), hw)
+    sh = attention_shape(workload.dims, capacity_of(workload), hw,
+                         int(workload.attr("window", 0)))
     why = shape_reasons(sh)
     if why:
         raise AutoschedError(f"{workload.key}: " + "; ".join(why))
@@ -64,14 +71,16 @@ def _rules(sh: AttnShape) -> tuple[Rule, ...]:
             return _r.check(sh, values)
 
         when = Cond("scores", r.scores) if r.scores else None
-        key = ("attention", sh.hw.fingerprint, sh.b, sh.q, sh.h, sh.kvh, sh.d, sh.cap, r.name)
-        out.append(Rule(r.name, r.reads, check, key, when))
+        reads = r.reads + (r.optional if sh.padded else ())
+        key = ("attention", sh.hw.fingerprint, sh.b, sh.q, sh.h, sh.kvh, sh.d, sh.cap,
+               sh.window, r.name)
+        out.append(Rule(r.name, reads, check, key, when))
     return tuple(out)
 
 
 def attention_space(workload: Workload, hw: Hardware) -> Space:
     """The space of ``workload`` (family ``attention``) on ``hw``."""
-    dims, sh = workload.dims, _shape(workload, hw)
+    dims, sh = workload.dims, shape_of(workload, hw)
     regs, G, C = hw.pim.registers, dims["h"] // dims["kvh"], hw.org.channels
     qrows = qrow_options(G, dims["q"])
     modes = ("dot", "lane") if hw.pim.adder_tree else ("lane",)
@@ -85,24 +94,33 @@ def attention_space(workload: Workload, hw: Hardware) -> Space:
         Param("wsum", Categorical(("pim", "host"))),
         Param("v_qrows", Categorical(qrows), Cond("wsum", "pim")),
     )
+    if sh.padded:
+        params += (Param("head_pad", Categorical((sh.dk,))),
+                   Param("v_units", Categorical(sh.v_options())))
     return Space("attention", 1, params, _rules(sh))
 
 
 def attention_default(workload: Workload, hw: Hardware) -> dict:
     """All channels, scores and weighted sum on PIM, the most query rows per activated row."""
-    space, dims, sh = attention_space(workload, hw), workload.dims, _shape(workload, hw)
+    space, dims, sh = attention_space(workload, hw), workload.dims, shape_of(workload, hw)
     regs, gb, C = hw.pim.registers, hw.gb_elems, hw.org.channels
     G = dims["h"] // dims["kvh"]
     kc = max(v for v in space.param("kv_channels").domain.values())
     ss = max(v for v in space.param("seq_split").domain.values() if kc * v <= C)
     opts = qrow_options(G, dims["q"])
-    kq = max((t for t in opts if t <= G and t <= regs and t * sh.d <= gb), default=1)
-    vq = max((t for t in opts if t * sh.cpp <= regs and t * sh.chunk_v <= gb), default=1)
-    point = {"kv_channels": kc, "seq_split": ss, "scores": "pim",
-             "k_mode": "dot" if hw.pim.adder_tree else "lane",
-             "k_regs": max(v for v in space.param("k_regs").domain.values() if kq * v <= regs),
-             "k_qrows": kq, "wsum": "pim", "v_qrows": vq}
-    if space.validate(point):
-        point = {"kv_channels": kc, "seq_split": ss, "scores": "host", "wsum": "host"}
+    kq = max((t for t in opts if t <= G and t <= regs and t * sh.dk <= gb), default=1)
+    k_regs = max(v for v in space.param("k_regs").domain.values() if kq * v <= regs)
+    units = sorted(sh.v_options(), reverse=True) if sh.padded else [0]
+    for vu in units:  # the most V units that fit: they work in parallel
+        pad = {"head_pad": sh.dk, "v_units": vu} if sh.padded else {}
+        vq = max((t for t in opts if t * sh.cpp(pad) <= regs and t * sh.chunk_v(pad) <= gb),
+                 default=1)
+        point = {**pad, "kv_channels": kc, "seq_split": ss, "scores": "pim",
+                 "k_mode": "dot" if hw.pim.adder_tree else "lane", "k_regs": k_regs,
+                 "k_qrows": kq, "wsum": "pim", "v_qrows": vq}
+        if not space.validate(point):
+            return point
+    pad = {"head_pad": sh.dk, "v_units": units[0]} if sh.padded else {}
+    point = {**pad, "kv_channels": kc, "seq_split": ss, "scores": "host", "wsum": "host"}
     space.check(point)
     return point

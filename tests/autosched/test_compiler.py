@@ -11,9 +11,10 @@ import torch
 import autosched.compiler.compile as compile_mod
 from autosched.cli import main
 from autosched.compiler import compile_model, run_check, simulate_model
-from autosched.frontend import ModelConfig, build_model, empty_cache
+from autosched.frontend import ModelConfig
+from autosched.frontend.source import load_source
 from search_spaces.fusion import FULL_FUSION
-from sim.functional import DeviceMemory, execute, round_to
+from sim.functional import DeviceMemory, execute
 
 # odd shapes everywhere: 5 query heads on 1 KV head (GQA 5), prime intermediate and vocab,
 # attention biases and tied embeddings (qwen2)
@@ -56,19 +57,19 @@ def test_check_fails_on_wrong_weights(monkeypatch) -> None:
 @pytest.mark.parametrize("fusion", [None, FULL_FUSION])
 def test_prefill_with_several_rows_matches_torch(fusion) -> None:
     """Three prompt tokens: glue kernels gather rows and the last token's row for the head."""
+    from transformers import StaticCache
+
     hw = "aim-gddr6"
     cm = compile_model("llama-tiny", hw, phase="prefill", context=3, fusion=fusion)
-    model = build_model(cm.cfg, seed=0).float().eval()
-    with torch.no_grad():
-        for p in model.parameters():
-            p.copy_(torch.from_numpy(round_to(p.numpy(), "bf16")))
+    src = load_source(cm.cfg, dtype="bf16")
     mem = DeviceMemory(cm.hw)
-    cm.place(mem, model)
+    cm.place(mem, src.weights)
     ids = np.array([[5, 17, 3]])
-    out = execute(cm.program, cm.hw, mem, cm.inputs(model, ids, np.arange(3)))
-    kc, vc = empty_cache(cm.cfg, 1, 3, device="cpu", dtype=torch.float32)
+    out = execute(cm.program, cm.hw, mem, cm.inputs(src.weights, ids, np.arange(3)))
+    cache = StaticCache(config=src.reference.config, max_cache_len=3)
     with torch.no_grad():
-        want, _, _ = model(torch.from_numpy(ids), 0, kc, vc, logits_last=True)
+        want = src.reference(input_ids=torch.from_numpy(ids), cache=cache, use_cache=True,
+                             logits_to_keep=1).logits
     want = want.reshape(-1).numpy()
     got = out[cm.logits][: cm.cfg.vocab]
     assert np.max(np.abs(got - want)) <= 0.02 * np.max(np.abs(want))
@@ -98,6 +99,24 @@ def test_cli_compile_simulate_run(tmp_path, capsys) -> None:
                  "2", "--json"]) == 0
     run = json.loads(capsys.readouterr().out)
     assert {"max_abs_err", "max_rel_err", "tokens_match", "steps"} <= set(run)
+
+
+def test_cli_lists_the_ops_run_on_the_host(tmp_path, capsys) -> None:
+    """An activation no operator family covers (GELU) runs on the host and is named."""
+    from experiments.scenarios import TINY_CONFIG
+
+    config = tmp_path / "gelu.json"
+    config.write_text(json.dumps({**TINY_CONFIG, "hidden_act": "gelu"}))
+    assert main(["compile", "--model", str(config), "--context", "8", "--db", "none",
+                 "-o", str(tmp_path / "p.json")]) == 0
+    line = next(s for s in capsys.readouterr().out.splitlines() if s.startswith("host ops"))
+    assert "gelu-" in line and "l0.ffn_act" in line
+    assert main(["simulate", "--model", str(config), "--context", "8", "--db", "none",
+                 "--json"]) == 0
+    (fn, nodes), = json.loads(capsys.readouterr().out)["host_ops"].items()
+    assert fn.startswith("gelu-") and "l0.ffn_act" in nodes
+    assert main(["simulate", "--model", "llama-tiny", "--context", "8", "--db", "none"]) == 0
+    assert "host ops (no operator family covers them): none" in capsys.readouterr().out
 
 
 def test_cli_unknown_model_exits_2(capsys) -> None:

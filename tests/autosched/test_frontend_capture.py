@@ -1,18 +1,28 @@
-"""Capture on meta tensors: the llama-tiny graph node by node, prefill, big models, errors."""
+"""Capture of the transformers module on meta tensors: the llama-tiny graph node by node,
+prefill, big models, every spelling the patterns accept, layer replication, host ops."""
 
 from __future__ import annotations
 
+import dataclasses
 import time
 
 import pytest
-import torch
 
-from autosched.frontend import ModelConfig, ModelError, OpGraph, capture, get_model_config
-from autosched.frontend.llama import MLP
+from autosched.frontend import (
+    ModelConfig,
+    ModelError,
+    OpGraph,
+    capture,
+    get_model_config,
+    model_graph,
+)
+from autosched.frontend.capture import capture_nodes
 
 LAYER_ROLES = ["attn_norm", "q_proj", "k_proj", "v_proj", "rope", "attn", "o_proj",
                "attn_residual", "ffn_norm", "ffn_gate", "ffn_silu", "ffn_up", "ffn_mul",
                "ffn_down", "ffn_residual"]
+SMALL = ModelConfig("llama", hidden=64, intermediate=96, layers=5, heads=4, kv_heads=2,
+                    head_dim=16, vocab=101, max_positions=64, name="small")
 
 
 @pytest.fixture(scope="module")
@@ -36,10 +46,20 @@ def test_tiny_decode_nodes(tiny_decode: OpGraph) -> None:
     assert dims["attn"] == dict(b=1, q=1, h=8, kvh=4, d=32, l=128)
     assert dims["rope"] == dict(m=1, h=12, d=32)
     assert dims["attn_norm"] == dict(m=1, n=256)
+    assert g.node("l2.attn_norm").workload.attr("eps") == 1e-5
     assert g.node("l2.ffn_silu").workload.attr("fn") == "silu"
     assert g.node("embed").workload.dims == dict(m=1, n=256, v=4096)
     assert g.node("lm_head").workload.dims == dict(m=1, n=4096, k=256)
     assert g.node("argmax").workload.dims == dict(m=1, n=4096)
+
+
+def test_nodes_name_their_parameters(tiny_decode: OpGraph) -> None:
+    g = tiny_decode
+    assert g.node("l3.q_proj").param("W") == "model.layers.3.self_attn.q_proj.weight"
+    assert g.node("l0.ffn_norm").param("w") == "model.layers.0.post_attention_layernorm.weight"
+    assert g.node("embed").param("table") == "model.embed_tokens.weight"
+    assert g.node("l1.rope").param("rotary") == "model.rotary_emb"
+    assert g.node("lm_head").param("W") == "lm_head.weight"
 
 
 def test_tiny_decode_edges(tiny_decode: OpGraph) -> None:
@@ -60,8 +80,8 @@ def test_tiny_prefill_gives_gemm() -> None:
     assert q.op == "gemm" and q.dims == dict(m=128, n=256, k=256)
     assert g.node("l0.attn").workload.dims == dict(b=2, q=64, h=8, kvh=4, d=32, l=64)
     assert g.node("l0.ffn_silu").workload.dims == dict(m=128, n=688)
-    assert g.node("final_norm").workload.dims == dict(m=2, n=256)  # last token only
-    assert g.node("lm_head").workload.op == "gemv"
+    assert g.node("lm_head").workload.op == "gemv"  # last token only
+    assert g.node("lm_head").workload.dims["m"] == 2
 
 
 @pytest.mark.parametrize("batch, op", [(8, "gemv"), (9, "gemm")])
@@ -76,17 +96,25 @@ def test_big_models_capture_on_meta_quickly(name: str) -> None:
     cfg = get_model_config(name)
     t0 = time.perf_counter()
     g = capture(name, context=4096)
-    assert time.perf_counter() - t0 < 20.0  # generous bound: a real allocation would not fit
+    assert time.perf_counter() - t0 < 60.0  # generous: a real allocation would not fit
     assert len(g) == 1 + 15 * 32 + 3
     kv = cfg.kv_heads * 128
     assert g.node("l31.k_proj").workload.dims == dict(m=1, n=kv, k=4096)
+    assert g.node("l31.k_proj").param("W") == "model.layers.31.self_attn.k_proj.weight"
     assert g.node("l0.ffn_down").workload.dims == dict(m=1, n=4096, k=cfg.intermediate)
     assert g.node("l5.attn").workload.dims == dict(b=1, q=1, h=32, kvh=cfg.kv_heads, d=128,
                                                    l=4096)
     assert g.node("lm_head").workload.dims == dict(m=1, n=cfg.vocab, k=4096)
     assert g.node("lm_head").workload.dtype == cfg.dtype
-    if name == "llama3-8b":
-        assert kv == 1024 and cfg.dtype == "bf16"
+
+
+def test_two_captured_layers_repeat_to_the_whole_model() -> None:
+    """The replicated graph is the graph of the whole model, captured layer by layer."""
+    for cfg in (SMALL, dataclasses.replace(SMALL, model_type="qwen2", attention_bias=True,
+                                           sliding_window=8, full_layers=(0, 1, 2))):
+        short = capture_nodes(cfg, batch=1, tokens=1, length=32)
+        whole = capture_nodes(cfg, batch=1, tokens=1, length=32, whole=True)
+        assert short == whole and len(short) == 1 + 15 * 5 + 3
 
 
 def test_qwen2_bias_and_tied_head_capture() -> None:
@@ -95,18 +123,48 @@ def test_qwen2_bias_and_tied_head_capture() -> None:
                       attention_bias=True, name="qwen-toy")
     g = capture(cfg, context=32)
     assert g.node("l0.q_proj").workload.dims == dict(m=1, n=128, k=128)
+    assert [g.node(f"l0.{r}").workload.attr("bias") for r in ("q_proj", "k_proj", "v_proj",
+                                                               "o_proj")] == [1, 1, 1, None]
     assert g.node("lm_head").workload.dims == dict(m=1, n=500, k=128)
+    tied = {"lm_head.weight", "model.embed_tokens.weight"}  # one tensor, either name
+    assert {g.node("lm_head").param("W"), g.node("embed").param("table")} <= tied
     assert [n.role for n in g if n.layer == 1] == LAYER_ROLES
 
 
-def test_unmapped_op_names_op_and_module(monkeypatch: pytest.MonkeyPatch) -> None:
-    def gelu_forward(self: MLP, x: torch.Tensor) -> torch.Tensor:
-        h = self.ffn_norm(x)
-        return x + self.down_proj(torch.nn.functional.gelu(self.gate_proj(h)))
+def test_mistral_window_and_llama_mlp_bias() -> None:
+    cfg = dataclasses.replace(SMALL, model_type="mistral", sliding_window=8, layers=2)
+    att = model_graph(cfg, context=20)[1].node("l1.attn").workload
+    assert att.attr("window") == 8 and att.dims["l"] == 20 and att.attr("capacity") == 20
+    assert model_graph(cfg, context=8)[1].node("l1.attn").workload.attr("window") is None
+    g = capture(dataclasses.replace(SMALL, layers=1, mlp_bias=True, attention_bias=True),
+                context=8)
+    assert all(g.node(f"l0.{r}").workload.attr("bias") == 1 for r in ("o_proj", "ffn_down"))
 
-    monkeypatch.setattr(MLP, "forward", gelu_forward)
-    with pytest.raises(ModelError, match=r"aten\.gelu.*layers\.0\.mlp"):
-        capture("llama-tiny", context=8)
+
+def test_eager_attention_and_layernorm_spellings(monkeypatch) -> None:
+    """The decomposed attention of attn_implementation='eager' and nn.LayerNorm map too."""
+    import transformers
+
+    real = transformers.LlamaForCausalLM._from_config.__func__
+
+    def eager(cls, config, **kw):
+        config._attn_implementation = "eager"
+        return real(cls, config, **kw)
+
+    monkeypatch.setattr(transformers.LlamaForCausalLM, "_from_config", classmethod(eager))
+    g = capture(dataclasses.replace(SMALL, layers=1, norm="layernorm"), context=8)
+    assert [n.role for n in g if n.layer == 0] == LAYER_ROLES
+    assert g.node("l0.attn").workload.dims == dict(b=1, q=1, h=4, kvh=2, d=16, l=8)
+    assert g.node("l0.attn_norm").workload.op == "layernorm"
+    assert g.node("l0.attn_norm").param("b") == "model.layers.0.input_layernorm.bias"
+
+
+def test_unrecognised_op_runs_on_the_host_and_is_listed() -> None:
+    g = capture(dataclasses.replace(SMALL, layers=2, hidden_act="gelu"), context=8)
+    act = g.node("l1.ffn_act").workload
+    assert act.op == "host" and act.attr("fn").startswith("gelu-")
+    assert act.dims == dict(m=1, n=96) and act.attr("ins") == "1x1x96"
+    assert g.node("l1.ffn_mul").inputs == ("l1.ffn_act", "l1.ffn_up")
 
 
 @pytest.mark.parametrize("kw, msg", [
@@ -118,3 +176,13 @@ def test_unmapped_op_names_op_and_module(monkeypatch: pytest.MonkeyPatch) -> Non
 def test_capture_argument_errors(kw: dict, msg: str) -> None:
     with pytest.raises(ModelError, match=msg):
         capture("llama-tiny", **kw)
+
+
+def test_no_weights_are_allocated() -> None:
+    """A 70B model (140 GB of weights) is captured within a few hundred MB."""
+    import resource
+
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    g = capture("llama3-70b", context=64)
+    assert len(g) == 1 + 15 * 80 + 3
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 2_000_000  # KB

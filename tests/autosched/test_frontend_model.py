@@ -1,126 +1,118 @@
-"""Our torch decoder: KV-cache consistency, seeding, tying, bias, and the custom kernels."""
+"""The transformers module of a config, a user's own module, and checkpoint folders
+(safetensors, memory-mapped, sharded or not)."""
 
 from __future__ import annotations
 
 import dataclasses
 
+import numpy as np
 import pytest
 import torch
+import transformers
 
 from autosched.frontend import (
     ModelConfig,
     ModelError,
-    build_model,
-    empty_cache,
+    build_module,
+    capture,
+    config_of_module,
     get_model_config,
 )
-from autosched.frontend.kernels import attention, rmsnorm, rope
+from autosched.frontend.checkpoint import CheckpointWeights, ModuleWeights, is_checkpoint
+from autosched.frontend.source import load_source
 
-TINY = get_model_config("llama-tiny")
-QWEN = ModelConfig("qwen2", hidden=96, intermediate=160, layers=2, heads=6, kv_heads=2,
-                   head_dim=16, vocab=300, max_positions=64, tie_embeddings=True,
-                   attention_bias=True, name="qwen-toy")
-
-
-def _ids(b: int, s: int, vocab: int, seed: int = 0) -> torch.Tensor:
-    return torch.randint(0, vocab, (b, s), generator=torch.Generator().manual_seed(seed))
+TINY = ModelConfig("llama", hidden=64, intermediate=96, layers=2, heads=4, kv_heads=2,
+                   head_dim=16, vocab=97, max_positions=32, name="tiny-test")
+QWEN = ModelConfig("qwen2", hidden=64, intermediate=96, layers=1, heads=4, kv_heads=2,
+                   head_dim=16, vocab=97, max_positions=32, tie_embeddings=True,
+                   attention_bias=True, name="qwen-test")
 
 
-@pytest.mark.parametrize("cfg", [TINY, QWEN], ids=lambda c: c.name)
-def test_decode_with_cache_equals_full_forward(cfg: ModelConfig) -> None:
-    m = build_model(cfg, seed=3, dtype=torch.float32)
-    ids = _ids(2, 9, cfg.vocab)
-    kc, vc = empty_cache(cfg, 2, 12, dtype=torch.float32)
-    with torch.no_grad():
-        full, fk, fv = m(ids, 0, kc, vc)
-        logits, k, v = m(ids[:, :5], 0, kc, vc)
-        steps = [logits]
-        for p in range(5, 9):
-            logits, k, v = m(ids[:, p:p + 1], torch.tensor([p]), k, v)
-            steps.append(logits)
-    assert full.shape == (2, 9, cfg.vocab)
-    torch.testing.assert_close(torch.cat(steps, dim=1), full, atol=1e-5, rtol=1e-4)
-    torch.testing.assert_close(k, fk, atol=1e-5, rtol=1e-4)
-    torch.testing.assert_close(v, fv, atol=1e-5, rtol=1e-4)
-    assert torch.count_nonzero(k[:, :, :, 9:]) == 0  # slots past the tokens stay empty
+def test_seeded_weights_are_reproducible_and_norms_are_one() -> None:
+    a, b, c = (build_module(TINY, device="cpu", seed=s) for s in (7, 7, 8))
+    for (name, pa), pb, pc in zip(a.named_parameters(), b.parameters(), c.parameters(),
+                                  strict=True):
+        assert torch.equal(pa, pb)
+        if name.endswith("norm.weight"):
+            assert torch.all(pa == 1)
+        else:
+            assert not torch.equal(pa, pc)
+    assert isinstance(a, transformers.LlamaForCausalLM) and a.dtype == torch.float16
 
 
-def test_logits_last_is_the_last_row() -> None:
-    m = build_model(TINY, dtype=torch.float32)
-    kc, vc = empty_cache(TINY, 1, 8, dtype=torch.float32)
-    with torch.no_grad():
-        full, _, _ = m(_ids(1, 6, TINY.vocab), 0, kc, vc)
-        last, _, _ = m(_ids(1, 6, TINY.vocab), 0, kc, vc, logits_last=True)
-    torch.testing.assert_close(last, full[:, -1:])
-
-
-def test_seed_determines_weights() -> None:
-    a, b, c = (build_model(TINY, seed=s) for s in (7, 7, 8))
-    sa, sb, sc = a.state_dict(), b.state_dict(), c.state_dict()
-    assert all(torch.equal(sa[k], sb[k]) for k in sa)
-    assert not torch.equal(sa["layers.0.attn.q_proj.weight"], sc["layers.0.attn.q_proj.weight"])
-    w = sa["layers.1.mlp.down_proj.weight"].float()
-    assert abs(w.std().item() - 0.02) < 0.002
-    assert torch.all(sa["layers.0.attn.attn_norm.weight"] == 1)
-
-
-def test_fp16_activations_stay_finite_and_close_to_fp32() -> None:
-    ids = _ids(1, 16, TINY.vocab)
-    out = []
-    for dt in (torch.float16, torch.float32):
-        kc, vc = empty_cache(TINY, 1, 16, dtype=dt)
-        with torch.no_grad():
-            out.append(build_model(TINY, seed=1, dtype=dt)(ids, 0, kc, vc)[0].float())
-    assert out[0].dtype == torch.float32 and torch.isfinite(out[0]).all()
-    torch.testing.assert_close(out[0], out[1], atol=2e-2, rtol=2e-2)
-
-
-def test_tied_embeddings_and_bias() -> None:
-    m = build_model(QWEN)
-    assert m.lm_head.weight is m.embed.weight
-    assert m.layers[0].attn.q_proj.bias is not None and m.layers[0].attn.o_proj.bias is None
-    untied = build_model(dataclasses.replace(QWEN, tie_embeddings=False))
-    assert untied.lm_head.weight is not untied.embed.weight
-    assert build_model(TINY).layers[0].attn.k_proj.bias is None
-
-
-def test_meta_build_allocates_nothing() -> None:
-    m = build_model(get_model_config("llama3-8b"), device="meta")
+def test_meta_allocates_nothing_and_unknown_devices_fail() -> None:
+    m = build_module(get_model_config("llama3-8b"), device="meta")
     assert all(p.device.type == "meta" for p in m.parameters())
-    assert m.embed.weight.dtype == torch.bfloat16
     with pytest.raises(ModelError, match="device"):
-        build_model(TINY, device="cuda")
+        build_module(TINY, device="cuda")
 
 
-def test_rmsnorm_kernel() -> None:
-    x = torch.randn(3, 5, 64)
-    w = torch.rand(64)
-    ref = x / torch.sqrt((x * x).mean(-1, keepdim=True) + 1e-5) * w
-    torch.testing.assert_close(rmsnorm(x, w, 1e-5), ref)
+def test_qwen2_tied_head_and_biases() -> None:
+    m = build_module(QWEN, device="cpu")
+    assert m.lm_head.weight is m.model.embed_tokens.weight
+    assert m.model.layers[0].self_attn.q_proj.bias is not None
+    assert m.model.layers[0].self_attn.o_proj.bias is None
+    untied = build_module(dataclasses.replace(QWEN, tie_embeddings=False), device="cpu")
+    assert untied.lm_head.weight is not untied.model.embed_tokens.weight
 
 
-def test_rope_kernel_rotates_pairs_by_position_angle() -> None:
-    q, k = torch.randn(1, 3, 2, 8), torch.randn(1, 3, 1, 8)
-    rq, rk = rope(q, k, torch.tensor([0, 1, 5]), 100.0)
-    torch.testing.assert_close(rq[:, 0], q[:, 0])  # position 0 is the identity
-    i, p = 1, 5  # pair (i, i + d/2) at position p rotates by p * theta^(-2i/d)
-    ang = torch.tensor(p * 100.0 ** (-2 * i / 8))
-    x0, x1 = k[0, 2, 0, i], k[0, 2, 0, i + 4]
-    torch.testing.assert_close(rk[0, 2, 0, i], x0 * ang.cos() - x1 * ang.sin())
-    torch.testing.assert_close(rk[0, 2, 0, i + 4], x1 * ang.cos() + x0 * ang.sin())
-    torch.testing.assert_close(rq.norm(dim=-1), q.norm(dim=-1))
+def test_layernorm_variant_swaps_every_norm() -> None:
+    m = build_module(dataclasses.replace(TINY, norm="layernorm"), device="cpu")
+    norms = [x for x in m.modules() if isinstance(x, torch.nn.LayerNorm)]
+    assert len(norms) == 2 * TINY.layers + 1 and norms[0].bias is not None
+    assert config_of_module(m).norm == "layernorm"
 
 
-def test_attention_kernel_gqa_and_mask() -> None:
-    b, s, h, kvh, d, length = 2, 2, 4, 2, 8, 6
-    q = torch.randn(b, s, h, d)
-    kc, vc = torch.randn(b, kvh, length, d), torch.randn(b, kvh, length, d)
-    pos = torch.tensor([2, 3])
-    out = attention(q, kc, vc, pos, 0.5)
-    for hh in range(h):
-        g = hh // (h // kvh)
-        for si in range(s):
-            n = int(pos[si]) + 1
-            w = torch.softmax(torch.einsum("bd,bld->bl", q[:, si, hh], kc[:, g, :n]) * 0.5, -1)
-            ref = torch.einsum("bl,bld->bd", w, vc[:, g, :n])
-            torch.testing.assert_close(out[:, si, hh], ref)
+class ScaledEmbeddingLlama(transformers.LlamaForCausalLM):
+    """A user's own class: its embeddings scaled by 2 before the decoder."""
+
+    def forward(self, input_ids=None, **kw):
+        return super().forward(inputs_embeds=self.model.embed_tokens(input_ids) * 2.0, **kw)
+
+
+def test_a_users_own_class_is_captured_not_the_familys() -> None:
+    model = ScaledEmbeddingLlama(transformers.LlamaConfig(
+        hidden_size=64, intermediate_size=96, num_hidden_layers=1, num_attention_heads=4,
+        num_key_value_heads=2, vocab_size=97, max_position_embeddings=32))
+    cfg = config_of_module(model)
+    assert cfg.arch.endswith("ScaledEmbeddingLlama")
+    g = capture(model, context=8)
+    host = [n for n in g if n.workload.op == "host"]  # the * 2.0 runs on the host
+    assert len(host) == 1 and host[0].workload.attr("fn").startswith("mul-")
+    assert g.node("l0.attn_norm").inputs == (host[0].name,)
+
+
+@pytest.mark.parametrize("shard", [None, "20KB"])
+def test_checkpoint_weights_are_the_saved_ones(tmp_path, shard) -> None:
+    model = build_module(QWEN, device="cpu", seed=3)
+    kw = {"max_shard_size": shard} if shard else {}
+    model.save_pretrained(tmp_path, **kw)
+    assert is_checkpoint(tmp_path) and not is_checkpoint(tmp_path / "config.json")
+    assert (tmp_path / "model.safetensors.index.json").is_file() == bool(shard)
+    src = load_source(tmp_path)
+    assert src.cfg.tie_embeddings and src.cfg.name == tmp_path.name
+    assert isinstance(src.weights, CheckpointWeights)
+    mine = ModuleWeights(model)
+    for name in ("model.layers.0.self_attn.q_proj.weight", "model.layers.0.self_attn.q_proj.bias",
+                 "lm_head.weight", "model.embed_tokens.weight"):
+        np.testing.assert_array_equal(src.weights.get(name), mine.get(name))
+    with pytest.raises(ModelError, match="no tensor"):
+        src.weights.get("model.layers.9.mlp.up_proj.weight")
+
+
+def test_rounding_to_the_device_type(tmp_path) -> None:
+    build_module(TINY, device="cpu", seed=1, dtype=torch.float32).save_pretrained(tmp_path)
+    src = load_source(tmp_path, dtype="bf16")
+    w = src.weights.get("model.layers.1.mlp.down_proj.weight")
+    assert np.array_equal(w, w.astype(np.float32).view(np.uint32).__and__(0xFFFF0000)
+                          .view(np.float32))
+    ref = src.reference.model.layers[1].mlp.down_proj.weight.detach().numpy()
+    np.testing.assert_array_equal(ref, w)  # the reference holds what the device holds
+
+
+def test_broken_checkpoint_is_one_line(tmp_path) -> None:
+    build_module(TINY, device="cpu").save_pretrained(tmp_path)
+    (tmp_path / "model.safetensors").write_bytes(b"not a safetensors file")
+    with pytest.raises(ModelError) as e:
+        load_source(tmp_path)
+    assert "\n" not in str(e.value)

@@ -1,4 +1,5 @@
-"""Fusion plans keep the model's semantics; the reference evaluator matches our torch model."""
+"""Fusion plans keep the model's semantics; the reference evaluator matches the
+transformers model the graph was captured from."""
 
 from __future__ import annotations
 
@@ -6,7 +7,8 @@ import numpy as np
 import pytest
 import torch
 
-from autosched.frontend import OpGraph, build_model, capture, get_model_config, tasks
+from autosched.frontend import OpGraph, build_module, capture, get_model_config, tasks
+from autosched.frontend.checkpoint import ModuleWeights
 from autosched.fusion import (
     FusedView,
     FusionError,
@@ -54,27 +56,19 @@ def _caches(graph: OpGraph, seed: int) -> dict[str, tuple[np.ndarray, np.ndarray
             for n in graph if n.workload.op == "attention"}
 
 
-def _torch_weights(model) -> dict[str, dict[str, np.ndarray]]:
-    def a(t: torch.Tensor) -> np.ndarray:
-        return t.detach().double().numpy()
-
-    w = {"embed": {"table": a(model.embed.weight)}, "final_norm": {"w": a(model.norm.weight)},
-         "lm_head": {"W": a(model.lm_head.weight)}}
-    for i, layer in enumerate(model.layers):
-        at, ml = layer.attn, layer.mlp
-        for role, mod in (("q_proj", at.q_proj), ("k_proj", at.k_proj), ("v_proj", at.v_proj),
-                          ("o_proj", at.o_proj), ("ffn_gate", ml.gate_proj),
-                          ("ffn_up", ml.up_proj), ("ffn_down", ml.down_proj)):
-            w[f"l{i}.{role}"] = {"W": a(mod.weight)}
-        w[f"l{i}.attn_norm"] = {"w": a(at.attn_norm.weight)}
-        w[f"l{i}.ffn_norm"] = {"w": a(ml.ffn_norm.weight)}
-    return w
+def _torch_weights(model, graph: OpGraph) -> dict[str, dict[str, np.ndarray]]:
+    """Each node's tensors, found by the parameter names the capture recorded."""
+    w = ModuleWeights(model)
+    return {n.name: {local: w.get(name).astype(np.float64) for local, name in n.params
+                     if local != "rotary"} for n in graph}
 
 
 @pytest.mark.parametrize("phase", ["decode", "prefill"])
 def test_reference_matches_the_torch_model(phase, decode, prefill):
+    from transformers import StaticCache
+
     graph = decode if phase == "decode" else prefill
-    model = build_model(CFG, seed=3, dtype=torch.float32)
+    model = build_module(CFG, device="cpu", seed=3, dtype=torch.float32)
     with torch.no_grad():  # non-trivial norm scales
         for p_name, p in model.named_parameters():
             if p_name.endswith("norm.weight"):
@@ -82,23 +76,30 @@ def test_reference_matches_the_torch_model(phase, decode, prefill):
     rng = np.random.default_rng(1)
     ids = rng.integers(0, CFG.vocab, (graph.batch, graph.tokens))
     caches = _caches(graph, 2) if phase == "decode" else {}
-    kc = torch.zeros(CFG.layers, graph.batch, CFG.kv_heads, graph.context, CFG.head_dim)
-    vc = torch.zeros_like(kc)
-    for i in range(CFG.layers) if caches else ():
-        kc[i], vc[i] = (torch.tensor(c, dtype=torch.float32) for c in caches[f"l{i}.attn"])
+    cache = StaticCache(config=model.config, max_cache_len=graph.context)
+    cache.early_initialization(graph.batch, CFG.kv_heads, CFG.head_dim, torch.float32,
+                               torch.device("cpu"))
+    past = graph.context - graph.tokens
+    for i, layer in enumerate(cache.layers):
+        layer.cumulative_length.fill_(past)
+        if caches:
+            layer.keys.copy_(torch.tensor(caches[f"l{i}.attn"][0], dtype=torch.float32))
+            layer.values.copy_(torch.tensor(caches[f"l{i}.attn"][1], dtype=torch.float32))
     caches = {k: (a.astype(np.float32).astype(np.float64), b.astype(np.float32)
                   .astype(np.float64)) for k, (a, b) in caches.items()}
+    pos = torch.arange(past, graph.context).expand(graph.batch, -1)
     with torch.no_grad():
-        logits, kc2, _ = model(torch.tensor(ids), graph.context - graph.tokens, kc, vc,
-                               logits_last=True)
-    out = evaluate(graph, _torch_weights(model), ids.reshape(-1), theta=CFG.rope_theta,
+        logits = model(input_ids=torch.tensor(ids), cache=cache, use_cache=True,
+                       position_ids=pos, logits_to_keep=1).logits
+    out = evaluate(graph, _torch_weights(model, graph), ids.reshape(-1), theta=CFG.rope_theta,
                    caches=caches)
     want = logits.double().numpy().reshape(graph.batch, -1)
     # float32 torch against float64 numpy through 4 layers: a few float32 ulps of the sums
     np.testing.assert_allclose(out["lm_head"], want, atol=2e-5 * np.abs(want).max())
     np.testing.assert_array_equal(out["argmax"][:, 0], want.argmax(-1))
     if caches:  # the new token's key was written where torch wrote it
-        np.testing.assert_allclose(caches["l3.attn"][0], kc2[3].double().numpy(), atol=1e-5)
+        np.testing.assert_allclose(caches["l3.attn"][0], cache.layers[3].keys.double().numpy(),
+                                   atol=1e-5)
 
 
 @pytest.mark.parametrize("plan", PLANS, ids=lambda p: "-".join(k for k, v in p.items() if v)

@@ -1,4 +1,5 @@
-"""The attention space: valid defaults, ctx-independent domains, hardware constraints."""
+"""The attention space: valid defaults, ctx-independent domains, hardware constraints,
+padded head dims stated in the schedule, sliding windows bounding the cache."""
 
 from __future__ import annotations
 
@@ -8,7 +9,13 @@ import numpy as np
 import pytest
 
 from search_spaces import Workload
-from search_spaces.attention import attention_default, attention_space, qrow_options
+from search_spaces.attention import (
+    attention_default,
+    attention_space,
+    cache_rows,
+    qrow_options,
+    shape_of,
+)
 from sim.errors import AutoschedError
 from sim.hwio import load_hardware
 
@@ -63,7 +70,7 @@ def test_samples_are_valid(hw) -> None:
 
 def test_unsupported_shapes_raise() -> None:
     with pytest.raises(AutoschedError, match="head dim"):
-        attention_space(wl(8, d=80, h=8, kvh=8), HW[0])
+        attention_space(wl(8, d=1040, h=8, kvh=8), HW[0])  # wider than a row
     big = Workload.make("attention", attrs={"capacity": 4}, b=1, q=1, h=2, kvh=1, d=32, l=8)
     with pytest.raises(AutoschedError, match="capacity"):
         attention_space(big, HW[0])
@@ -107,3 +114,28 @@ def test_space_and_planner_accept_the_same_points(hw, dims) -> None:
         assert ok_space == ok_plan, (pt, space.validate(pt))
         seen[ok_space] += 1
     assert seen[True] and seen[False], seen
+
+
+@pytest.mark.parametrize("hw", HW, ids=lambda h: h.name)
+@pytest.mark.parametrize("d, dk", [(80, 80), (96, 96), (100, 112), (18, 32), (6, 16)])
+def test_padded_head_dims_say_so_in_the_schedule(hw, d: int, dk: int) -> None:
+    w = wl(8, d=d, h=6, kvh=2)
+    space, point = attention_space(w, hw), attention_default(w, hw)
+    assert point["head_pad"] == dk and space.validate(point) == []
+    units = space.param("v_units").domain.values()
+    assert point["v_units"] == max(units) and hw.units_per_channel % point["v_units"] == 0
+    assert "head_pad" not in {p.name for p in attention_space(wl(8, d=64), hw).params}
+
+
+@pytest.mark.parametrize("hw", HW, ids=lambda h: h.name)
+def test_window_bounds_the_decode_cache(hw) -> None:
+    def rows(cap: int, window: int, q: int = 1) -> int:
+        w = Workload.make("attention", attrs={"capacity": cap, "window": window}, b=1, q=q,
+                          h=8, kvh=2, d=64, l=q)
+        return cache_rows(shape_of(w, hw), attention_default(w, hw))
+
+    assert shape_of(Workload.make("attention", attrs={"capacity": 4096, "window": 512},
+                                  b=1, q=1, h=8, kvh=2, d=64, l=1), hw).span == 512
+    assert rows(32768, 512) == rows(512, 0) < rows(32768, 0)
+    assert rows(64, 512) == rows(64, 0)  # a window wider than the cache changes nothing
+    assert rows(64, 16, q=64) == rows(64, 0, q=64)  # prefill keeps every prompt position

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 from search_spaces import Workload
+from search_spaces.attention import shape_of
 from sim.hardware import DTYPE_BYTES, Hardware
 
 __all__ = ["attention_bound"]
@@ -13,18 +14,22 @@ __all__ = ["attention_bound"]
 def attention_bound(workload: Workload, hw: Hardware) -> float:
     """Scores, then softmax, then p v: each its fastest placement, ignoring every overhead.
 
-    K and V must each be touched whole: on PIM one 16-element column per unit column slot
-    over every unit of the device, or over the external bus of every channel. The softmax
-    reads and writes ``b*q*h*l`` fp32 on the host after the scores and before p v.
+    K and V must each be touched whole over the live cache slots (``min(l, span)``: a
+    sliding window bounds them): on PIM one column per position's column (a head dim
+    rounded up to whole columns) per unit column slot over every unit of the device, or
+    the unpadded elements over the external bus of every channel. The softmax reads and
+    writes ``b*q*h*live`` fp32 on the host after the scores and before p v.
     """
-    dm = workload.dims
-    elems = dm["b"] * dm["kvh"] * dm["l"] * dm["d"]
+    dm, sh = workload.dims, shape_of(workload, hw)
+    live = min(dm["l"], sh.span)
+    elems = dm["b"] * dm["kvh"] * live * dm["d"]
+    columns = dm["b"] * dm["kvh"] * live * sh.cols
     units = hw.units_per_channel * hw.org.channels
     unit_ns = hw.column_elems / hw.pim.lanes * 1e3 / hw.pim.clock_mhz
-    pim = max(math.ceil(elems / hw.column_elems / units) - 1, 0) * unit_ns
+    pim = max(math.ceil(columns / units) - 1, 0) * unit_ns
     bus = elems * hw.elem_bytes / hw.external_bandwidth_gbps
     one = min(pim, bus)
-    n = dm["b"] * dm["q"] * dm["h"] * dm["l"]
+    n = dm["b"] * dm["q"] * dm["h"] * live
     soft = hw.host.op_overhead_ns + max(5 * n / hw.host.peak_gflops,
                                         2 * n * DTYPE_BYTES["fp32"] / hw.host.bandwidth_gbps)
     return 2 * one + soft

@@ -1,16 +1,18 @@
 """Lowering of ``attention``: write the new k, v into the KV cache, scores, softmax, p v.
 
 Inputs ``q`` ``[b*q, h*d]``, ``k``, ``v`` ``[b*q, kvh*d]`` (fp32, rotary applied), output
-``y`` ``[b*q, h*d]``. The PIM streams (``attention_pim``) write the cache and compute or
-read; the host stream sums lane partials or multiplies on the host, applies the masked
-softmax (scale ``1/sqrt(d)``, positions ``>= l`` and, for ``q > 1``, future positions
-excluded) and sums the sequence splits. Host score rows are ``[b, q, h, lp]``, the query
-rows in the order of ``q`` itself, so every reshuffle is an affine address.
+``y`` ``[b*q, h*d]``. When the layout pads a head (``dk``, ``dv`` > ``d``: see
+``search_spaces.attention.rules``) the host first widens q, k, v with zero lanes
+(``qp``, ``kp``, ``vp``) and signals ``pad``, and narrows the result at the end. The PIM
+streams (``attention_pim``) write the cache and compute or read; the host stream sums
+lane partials or multiplies on the host, applies the masked softmax (the workload's
+scale, default ``1/sqrt(d)``; slots past the live ones and, for ``q > 1``, future
+positions and positions outside a sliding window excluded) and sums the sequence splits.
+Host score rows are ``[b, q, h, lp]``, the query rows in the order of ``q`` itself, so
+every reshuffle is an affine address.
 """
 
 from __future__ import annotations
-
-import math
 
 from search_spaces import Space, Workload
 from search_spaces.attention import (
@@ -32,48 +34,70 @@ from .streams import pim_stream
 __all__ = ["AttentionLowering", "attention_kernel"]
 
 
+def _pad(src: str, dst: str, rows: int, win: int, wout: int) -> HostOp:
+    return HostOp("pad_cols", (BufRef(dst, aff(0), (rows, wout)),),
+                  (BufRef(src, aff(0), (rows, win)),))
+
+
 def _host(pl: AttnPlan) -> tuple[Stream, list[Buffer]]:
-    rows, lp, d = pl.b * pl.q * pl.h, pl.lp, pl.d
+    rows, lp, d, dk, dv = pl.b * pl.q * pl.h, pl.lp, pl.d, pl.dk, pl.dv
+    kv_rows = pl.b * pl.q * pl.kvh
     five = (pl.b, pl.q, pl.kvh, pl.G)
     bufs = [Buffer("sc", "fp32", rows * lp), Buffer("pr", "fp32", rows * lp)]
-    body: list[Node] = [Wait(tuple(f"s{si}" for si in range(pl.S)))]
+    body: list[Node] = []
+    if dk != d:
+        bufs += [Buffer("qp", "fp32", rows * dk), Buffer("kp", "fp32", kv_rows * dk)]
+        body += [_pad("q", "qp", rows, d, dk), _pad("k", "kp", kv_rows, d, dk)]
+    if dv != d:
+        bufs += [Buffer("vp", "fp32", kv_rows * dv), Buffer("yv", "fp32", rows * dv)]
+        body.append(_pad("v", "vp", kv_rows, d, dv))
+    if body:
+        body.append(Signal("pad"))
+    body.append(Wait(tuple(f"s{si}" for si in range(pl.S))))
     if pl.scores == "pim" and pl.k_mode == "lane":
-        bufs.append(Buffer("sp", "fp32", rows * lp * 16))
+        bufs.append(Buffer("sp", "fp32", rows * lp * pl.lanes))
         body.append(HostOp("reduce_sum", (BufRef("sc", aff(0), (rows, lp)),),
-                           (BufRef("sp", aff(0), (rows, lp, 16)),), (("axis", -1),)))
+                           (BufRef("sp", aff(0), (rows, lp, pl.lanes)),), (("axis", -1),)))
     if pl.scores == "host":
         body.append(HostOp("matmul", (BufRef("sc", aff(0), (*five, lp)),),
-                           (BufRef("q", aff(0), (*five, d)),
-                            BufRef("kh", aff(0), (pl.b, 1, pl.kvh, lp, d)))))
-    attrs: tuple = (("scale", 1.0 / math.sqrt(d)), ("limit", pl.l))
+                           (BufRef(pl.buf("q"), aff(0), (*five, dk)),
+                            BufRef("kh", aff(0), (pl.b, 1, pl.kvh, lp, dk)))))
+    attrs: tuple = (("scale", pl.scale), ("limit", pl.live))
     if pl.q > 1:
         attrs += (("causal", pl.q), ("group", pl.h))
+        if 0 < pl.window < pl.l:
+            attrs += (("window", pl.window),)
     body.append(HostOp("masked_softmax", (BufRef("pr", aff(0), (rows, lp)),),
                        (BufRef("sc", aff(0), (rows, lp)),), attrs))
+    y = pl.buf("y")
     if pl.wsum == "pim":
         body += [Signal("p"), Wait(tuple(f"o{si}" for si in range(pl.S)))]
         if pl.S > 1:
-            bufs.append(Buffer("yp", "fp32", pl.S * rows * d))
-            body.append(HostOp("reduce_sum", (BufRef("y", aff(0), (rows * d,)),),
-                               (BufRef("yp", aff(0), (pl.S, rows * d)),), (("axis", 0),)))
+            bufs.append(Buffer("yp", "fp32", pl.S * rows * dv))
+            body.append(HostOp("reduce_sum", (BufRef(y, aff(0), (rows * dv,)),),
+                               (BufRef("yp", aff(0), (pl.S, rows * dv)),), (("axis", 0),)))
     else:
-        body.append(HostOp("matmul", (BufRef("y", aff(0), (*five, d)),),
+        body.append(HostOp("matmul", (BufRef(y, aff(0), (*five, dv)),),
                            (BufRef("pr", aff(0), (*five, lp)),
-                            BufRef("vh", aff(0), (pl.b, 1, pl.kvh, lp, d))), (("trans_b", 0),)))
+                            BufRef("vh", aff(0), (pl.b, 1, pl.kvh, lp, dv))), (("trans_b", 0),)))
+    if y != "y":
+        body.append(_pad(y, "y", rows, dv, d))
     return Stream("host", "host", (), tuple(body)), bufs
 
 
 def attention_kernel(workload: Workload, point: dict, hw: Hardware) -> Kernel:
     """The attention kernel of one valid point (see the module docstring)."""
     dims = workload.dims
-    pl = plan_attention(dims, capacity_of(workload), point, hw)
+    scale = workload.attr("scale")
+    pl = plan_attention(dims, capacity_of(workload), point, hw,
+                        int(workload.attr("window", 0)), None if scale is None else float(scale))
     host, bufs = _host(pl)
     nq, nkv = pl.b * pl.q * pl.h * pl.d, pl.b * pl.q * pl.kvh * pl.d
     bufs += [Buffer("q", "fp32", nq), Buffer("k", "fp32", nkv), Buffer("v", "fp32", nkv),
              Buffer("y", "fp32", nq)]
-    for name, t in (("kh", pl.K), ("vh", pl.V)):
+    for name, t, width in (("kh", pl.K, pl.dk), ("vh", pl.V, pl.dv)):
         if t.kind == "plain":
-            bufs.append(Buffer(name, hw.pim.dtype, pl.b * pl.kvh * pl.lp * pl.d))
+            bufs.append(Buffer(name, hw.pim.dtype, pl.b * pl.kvh * pl.lp * width))
     streams = (*(pim_stream(pl, si) for si in range(pl.S)), host)
     prog = Program(streams, tuple(bufs), name=f"attention_{workload.digest}")
     shapes = ((pl.b * pl.q, pl.h * pl.d), (pl.b * pl.q, pl.kvh * pl.d),

@@ -1,9 +1,10 @@
 """The PIM streams of the attention lowering (one per sequence split ``si``).
 
-Each stream: write the new tokens' k and v it owns into the cache (``WrBank`` between
-``Act`` and ``Pre``), then per slot either MAC the scores (K on PIM) or read K to the host,
-read V to the host when the weighted sum runs there, signal ``s{si}``; with the weighted
-sum on PIM, wait for the probabilities (``p``), MAC them against V and signal ``o{si}``.
+Each stream: (when a head is padded, wait for the host's padded copies, ``pad``) write
+the new tokens' k and v it owns into their cache slots (``WrBank`` between ``Act`` and
+``Pre``), then per slot either MAC the scores (K on PIM) or read K to the host, read V to
+the host when the weighted sum runs there, signal ``s{si}``; with the weighted sum on
+PIM, wait for the probabilities (``p``), MAC them against V and signal ``o{si}``.
 """
 
 from __future__ import annotations
@@ -65,15 +66,16 @@ def _slot_row(pl: AttnPlan, t: TensorLayout) -> Affine:
 def _writes(pl: AttnPlan, si: int) -> list[Node]:
     """Store the new tokens' k and v owned by stream ``si`` (one Act per bank row)."""
     pieces = []
-    for buf, t in (("k", pl.K), ("v", pl.V)):
+    for name, t in (("k", pl.K), ("v", pl.V)):
+        buf, w = pl.buf(name), pl.width(name)
         for i in range(pl.q):
             s, rho, x = pl.owner(t, pl.l - pl.q + i)
             if s != si:
                 continue
-            src0 = aff(i * pl.kvh * pl.d, bi=pl.q * pl.kvh * pl.d, gs=pl.kc * pl.d, ch=pl.d)
+            src0 = aff(i * pl.kvh * w, bi=pl.q * pl.kvh * w, gs=pl.kc * w, ch=w)
             for pc in pl.pieces(t, x):
                 row = affine_sum(_slot_row(pl, t), rho * t.rows_per_pass + pc.row)
-                src = BufRef(buf, affine_sum(src0, pc.elem), (pc.ncols * 16,))
+                src = BufRef(buf, affine_sum(src0, pc.elem), (pc.ncols * pl.lanes,))
                 pieces.append((pc.bank, row, WrBank(pc.bank, pc.col, pc.ncols, src)))
     body: list[Node] = []
     for n, (bank, row, wr) in enumerate(pieces):
@@ -88,13 +90,13 @@ def _writes(pl: AttnPlan, si: int) -> list[Node]:
 def _scores(pl: AttnPlan, si: int) -> list[Node]:
     """MAC every live K pass against ``qk`` query rows held in the global buffer."""
     loops, idx = query_groups(pl, pl.qk)
-    d, dc, lane_mode = pl.d, pl.d // 16, pl.k_mode == "lane"
+    d, dc, lane_mode, lanes = pl.dk, pl.cols, pl.k_mode == "lane", pl.lanes
     run = min(pl.qk, pl.G)
-    gbw = [WrGb(BufRef("q", _scale(idx[t0], d), (run * d,)), t0 * d)
+    gbw = [WrGb(BufRef(pl.buf("q"), _scale(idx[t0], d), (run * d,)), t0 * d)
            for t0 in range(0, pl.qk, run)]
     row0 = affine_sum(_slot_row(pl, pl.K), p=pl.K.rows_per_pass)
     start = aff(0, p=pl.S * pl.K.chunk)
-    pw = 16 if lane_mode else 1
+    pw = lanes if lane_mode else 1
     body: list[Node] = []
     for y in range(pl.ppu):
         w = y % pl.pps
@@ -102,7 +104,7 @@ def _scores(pl: AttnPlan, si: int) -> list[Node]:
             body.append(Act(0, pl.bpu, affine_sum(row0, y // pl.ppr)))
         if w == 0:
             body.append(ClrAcc(0, pl.bpu, 0, pl.qk * pl.rpq))
-        r, j = (w, 0) if lane_mode else divmod(w, 16)
+        r, j = (w, 0) if lane_mode else divmod(w, lanes)
         mode = "lane" if lane_mode else "dot"
         body += [Mac(0, pl.bpu, (y % pl.ppr) * dc, dc, t * d, t * pl.rpq + r, mode, j)
                  for t in range(pl.qk)]
@@ -111,9 +113,9 @@ def _scores(pl: AttnPlan, si: int) -> list[Node]:
             for t in range(pl.qk):
                 off = affine_sum(_scale(idx[t], pl.lp), start, first)
                 dst = BufRef("sp" if lane_mode else "sc", _scale(off, pw),
-                             (pl.U * pl.rpq * 16,))
+                             (pl.U * pl.rpq * lanes,))
                 body.append(RdAcc(0, pl.bpu, t * pl.rpq, pl.rpq, dst))
-        if (y + 1) % pl.ppr == 0:
+        if (y + 1) % pl.ppr == 0 or y + 1 == pl.ppu:
             body.append(Pre(0, pl.bpu))
     passes = pl.passes_of(pl.K, si)
     if passes == 0:
@@ -133,10 +135,11 @@ def _reads(pl: AttnPlan, t: TensorLayout, si: int, buf: str) -> list[Node]:
     bpg = pl.NB // pl.bg  # consecutive reads go to other bank groups (tCCD_S)
     order = [(i % pl.bg) * bpg + i // pl.bg for i in range(pl.NB)]
     row = affine_sum(_slot_row(pl, t), p=1)
-    head = aff(0, bi=pl.kvh * pl.lp * pl.d, gs=pl.kc * pl.lp * pl.d, ch=pl.lp * pl.d)
-    base = affine_sum(head, si * t.chunk * pl.d, p=pl.S * t.chunk * pl.d)
+    d, per = pl.dk, pl.ppr * pl.dk  # a bank row holds ppr positions of dk elements
+    head = aff(0, bi=pl.kvh * pl.lp * d, gs=pl.kc * pl.lp * d, ch=pl.lp * d)
+    base = affine_sum(head, si * t.chunk * d, p=pl.S * t.chunk * d)
     body: list[Node] = [Act(bk, 0, row) for bk in order]
-    body += [RdBank(bk, 0, pl.cpr, BufRef(buf, affine_sum(base, bk * pl.E), (pl.E,)))
+    body += [RdBank(bk, 0, pl.ppr * pl.cols, BufRef(buf, affine_sum(base, bk * per), (per,)))
              for bk in order]
     body += [Pre(bk, 0) for bk in order]
     return _slots(pl, loop("p", passes, body))
@@ -153,9 +156,10 @@ def _wsum(pl: AttnPlan, si: int) -> list[Node]:
     body += [Mac(0, st, eb * chunk, chunk, t * chunk, t * cpp + eb, "bcast")
              for t in range(pl.qv) for eb in range(cpp)]
     body.append(Pre(0, st))
-    ybuf, off = ("y", 0) if pl.S == 1 else ("yp", si * pl.b * pl.q * pl.h * pl.d)
-    rd = [RdAcc(0, st, t * cpp, cpp, BufRef(ybuf, affine_sum(_scale(idx[t], pl.d), off),
-                                            (pl.d,))) for t in range(pl.qv)]
+    dv = pl.dv
+    ybuf, off = (pl.buf("y"), 0) if pl.S == 1 else ("yp", si * pl.b * pl.q * pl.h * dv)
+    rd = [RdAcc(0, st, t * cpp, cpp, BufRef(ybuf, affine_sum(_scale(idx[t], dv), off),
+                                            (dv,))) for t in range(pl.qv)]
     passes = pl.passes_of(pl.V, si)
     macs = loop("p", passes, body) if passes else []
     inner = [ClrAcc(0, st, 0, pl.qv * cpp), *macs, *rd]
@@ -164,7 +168,8 @@ def _wsum(pl: AttnPlan, si: int) -> list[Node]:
 
 def pim_stream(pl: AttnPlan, si: int) -> Stream:
     """The SPMD stream of sequence split ``si`` over its ``kv_channels`` channels."""
-    body: list[Node] = _writes(pl, si)
+    body: list[Node] = [Wait(("pad",))] if (pl.dk, pl.dv) != (pl.d, pl.d) else []
+    body += _writes(pl, si)
     body += _scores(pl, si) if pl.scores == "pim" else _reads(pl, pl.K, si, "kh")
     if pl.wsum == "host":
         body += _reads(pl, pl.V, si, "vh")

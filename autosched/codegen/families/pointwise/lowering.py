@@ -1,4 +1,5 @@
-"""Lowerings of rmsnorm, rope, elementwise, embedding and argmax (space: search_spaces.pointwise).
+"""Lowerings of rmsnorm, rope, elementwise, embedding, argmax and host (space:
+search_spaces.pointwise).
 
 ``host`` placement is one host op over all rows on fp32 host buffers of the logical shapes
 (no padding, no PIM stream). ``pim`` (element-wise only) wraps ``sim.kernels.elementwise``
@@ -56,6 +57,11 @@ def _host_kernel(name: str, kind: str, ins: list[tuple[str, Shape, Shape]], out:
                   input_shapes=shapes, padded_shapes=shapes)
 
 
+def _shapes(spec: object) -> list[Shape]:
+    """``"2x3,4"`` -> [(2, 3), (4,)]."""
+    return [tuple(int(v) for v in s.split("x")) for s in str(spec).split(",") if s]
+
+
 def _host(wl: Workload) -> Kernel:
     d, name = wl.dims, f"{wl.op}_host"
     if wl.op == "rmsnorm":
@@ -73,6 +79,12 @@ def _host(wl: Workload) -> Kernel:
         names = ("a", "b") if binary(wl) else ("a",)
         return _host_kernel(name, str(wl.attr("fn")), [(b, (m, n), (m, n)) for b in names],
                             (m, n))
+    if wl.op == "host":  # inputs x0.. then parameters p0.., shapes from the attrs
+        ins = [(f"x{i}", s) for i, s in enumerate(_shapes(wl.attr("ins", "")))]
+        ins += [(f"p{i}", s) for i, s in enumerate(_shapes(wl.attr("params", "")))]
+        attrs = (("fn", str(wl.attr("fn"))), ("flops", float(wl.attr("flops", 0))))
+        return _host_kernel(name, "extern", [(b, s, s) for b, s in ins], (d["m"], d["n"]),
+                            attrs)
     if wl.op == "embedding":
         m, n, v = d["m"], d["n"], d["v"]
         return _host_kernel(name, "embedding", [("ids", (m,), (m,)), ("table", (v, n), (v, n))],

@@ -1,0 +1,41 @@
+"""Writing cached keys and values into the banks from the host, in the kernel's layout.
+
+The attention kernel writes each step's new tokens itself; when positions were computed
+elsewhere (a prompt run eagerly by ``transformers`` before a compiled decode step),
+:func:`load_cache` puts them where the kernel will read them: position ``p`` of kv head
+``g`` in batch row ``bi`` goes to the slot, stream, channel, bank, row and columns the
+plan assigns (:meth:`AttnPlan.owner`, :meth:`AttnPlan.pieces`), padding lanes zero.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from search_spaces.attention import AttnPlan
+
+__all__ = ["load_cache"]
+
+
+def load_cache(pl: AttnPlan, mem: object, base_row: int, keys: np.ndarray,
+               values: np.ndarray, positions: list[int]) -> None:
+    """Write ``keys``/``values`` ``[b, kvh, len(positions), d]`` of absolute ``positions``
+    into ``mem`` (a ``DeviceMemory``), the kernel's rows starting at ``base_row``."""
+    b, kvh = pl.b, pl.kvh
+    per_gs = pl.kvh // pl.kc
+    for name, t, arr in (("k", pl.K, keys), ("v", pl.V, values)):
+        width = pl.width(name)
+        padded = np.zeros((b, kvh, len(positions), width), np.float32)
+        padded[..., : pl.d] = arr
+        slot_rows = t.passes * t.rows_per_pass
+        for j, p in enumerate(positions):
+            si, rho, x = pl.owner(t, p)
+            pieces = pl.pieces(t, x)
+            for bi in range(b):
+                for g in range(kvh):
+                    gs, ch = divmod(g, pl.kc)
+                    row0 = (base_row + t.base + (bi * per_gs + gs) * slot_rows
+                            + rho * t.rows_per_pass)
+                    vec = padded[bi, g, j]
+                    for pc in pieces:
+                        mem.write(si * pl.kc + ch, pc.bank, row0 + pc.row, pc.col * pl.lanes,
+                                  vec[pc.elem: pc.elem + pc.ncols * pl.lanes])

@@ -1,0 +1,138 @@
+"""Named tensors of a model: from a torch module, or from a checkpoint folder's
+safetensors files, memory-mapped and read one tensor at a time (never pickle).
+
+A checkpoint folder is what ``save_pretrained`` writes: ``config.json`` and either
+``model.safetensors`` or shards listed in ``model.safetensors.index.json``. Tied weights
+(an LM head sharing the embedding table) are stored once; either name finds them.
+"""
+
+from __future__ import annotations
+
+import abc
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from .config import ModelError
+
+__all__ = ["CheckpointWeights", "ModuleWeights", "Weights", "is_checkpoint", "load_reference"]
+
+_INDEX = "model.safetensors.index.json"
+_SINGLE = "model.safetensors"
+
+
+def is_checkpoint(path: object) -> bool:
+    """Whether ``path`` is a folder holding a config and safetensors weights."""
+    p = Path(str(path))
+    return p.is_dir() and (p / "config.json").is_file() and (
+        (p / _INDEX).is_file() or (p / _SINGLE).is_file())
+
+
+class Weights(abc.ABC):
+    """A model's tensors by parameter name, as float32 arrays, and its submodules.
+
+    Read-only; ``get`` returns a fresh array each call. ``dtype`` (``fp16``/``bf16``, or
+    None) rounds every tensor read to that device type.
+    """
+
+    def __init__(self, dtype: str | None = None, ties: dict[str, str] | None = None) -> None:
+        self.dtype = dtype
+        self.ties = {**(ties or {}), **{v: k for k, v in (ties or {}).items()}}
+
+    @abc.abstractmethod
+    def tensor(self, name: str) -> torch.Tensor | None:
+        """The tensor called ``name``, or None when there is none."""
+
+    @abc.abstractmethod
+    def module(self, path: str) -> torch.nn.Module:
+        """The submodule at ``path`` (e.g. the rotary embedding)."""
+
+    def get(self, name: str) -> np.ndarray:
+        t = self.tensor(name)
+        if t is None and name in self.ties:
+            t = self.tensor(self.ties[name])
+        if t is None:
+            raise ModelError(f"the model has no tensor {name!r}")
+        x = t.detach().to(torch.float32).cpu().numpy()
+        if self.dtype is not None:
+            from sim.functional import round_to
+
+            x = round_to(x, self.dtype)
+        return np.ascontiguousarray(x, dtype=np.float32)
+
+
+def _ties(model: Any) -> dict[str, str]:
+    if not getattr(getattr(model, "config", None), "tie_word_embeddings", False):
+        return {}
+    keys = getattr(type(model), "_tied_weights_keys", None)
+    return dict(keys) if isinstance(keys, dict) else {}
+
+
+class ModuleWeights(Weights):
+    """The parameters and buffers of a torch module."""
+
+    def __init__(self, model: torch.nn.Module, dtype: str | None = None) -> None:
+        super().__init__(dtype, _ties(model))
+        self.model = model
+        self._named = {**dict(model.named_parameters(remove_duplicate=False)),
+                       **dict(model.named_buffers(remove_duplicate=False))}
+
+    def tensor(self, name: str) -> torch.Tensor | None:
+        return self._named.get(name)
+
+    def module(self, path: str) -> torch.nn.Module:
+        return self.model.get_submodule(path)
+
+
+class CheckpointWeights(Weights):
+    """The tensors of a checkpoint folder, each read from its memory-mapped file on demand;
+    submodules from ``modules`` (the model the checkpoint was loaded into)."""
+
+    def __init__(self, folder: str | Path, modules: torch.nn.Module,
+                 dtype: str | None = None) -> None:
+        from safetensors import SafetensorError, safe_open
+
+        super().__init__(dtype, _ties(modules))
+        self.folder, self.modules = Path(folder), modules
+        if (self.folder / _INDEX).is_file():
+            try:
+                wmap = json.loads((self.folder / _INDEX).read_text())["weight_map"]
+            except (json.JSONDecodeError, KeyError, TypeError) as e:
+                raise ModelError(f"{self.folder / _INDEX} is not a safetensors index: {e}") \
+                    from e
+        else:
+            wmap = None
+        files = sorted(set(wmap.values())) if wmap else [_SINGLE]
+        self._files: dict[str, Any] = {}
+        for f in files:
+            try:
+                self._files[f] = safe_open(str(self.folder / f), framework="pt", device="cpu")
+            except (OSError, RuntimeError, ValueError, SafetensorError) as e:
+                raise ModelError(f"cannot read {self.folder / f} as safetensors: {e}") from e
+        self._where = dict(wmap) if wmap else {k: _SINGLE for k in self._files[_SINGLE].keys()}
+
+    def tensor(self, name: str) -> torch.Tensor | None:
+        f = self._where.get(name)
+        return None if f is None else self._files[f].get_tensor(name)
+
+    def module(self, path: str) -> torch.nn.Module:
+        return self.modules.get_submodule(path)
+
+
+def load_reference(folder: str | Path, dtype: torch.dtype = torch.float32) -> torch.nn.Module:
+    """The ``transformers`` model of a checkpoint folder (safetensors only), eval mode."""
+    from safetensors import SafetensorError
+    from transformers import AutoModelForCausalLM
+
+    from .module import _quiet
+
+    _quiet()
+    try:
+        return AutoModelForCausalLM.from_pretrained(str(folder), dtype=dtype,
+                                                    use_safetensors=True).eval()
+    except (OSError, ValueError, RuntimeError, KeyError, SafetensorError) as e:
+        raise ModelError(f"transformers cannot load the checkpoint {folder}: "
+                         f"{str(e).strip().splitlines()[0][:200]}") from e

@@ -1,0 +1,65 @@
+"""A model with numbers: its config, the ``transformers`` reference module in float32 and
+the weights the device is given, both holding the same values.
+
+* a checkpoint folder: the reference is loaded by ``transformers`` (safetensors only), the
+  device's weights are read from the memory-mapped files;
+* a ``transformers`` model: a float32 copy of it;
+* a config (built-in name, config.json, :class:`ModelConfig`): the module with seeded
+  random weights.
+
+``dtype`` (the device's number type) rounds the reference's parameters and every tensor
+the device reads to it, so both compute on the same values.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from .checkpoint import CheckpointWeights, ModuleWeights, Weights, is_checkpoint, load_reference
+from .config import ModelConfig
+from .module import build_module, config_of_module
+from .zoo import get_model_config
+
+__all__ = ["Source", "load_source"]
+
+
+@dataclass
+class Source:
+    """Config, float32 reference module, and the device's view of its weights."""
+
+    cfg: ModelConfig
+    reference: torch.nn.Module
+    weights: Weights
+
+
+def _round(model: torch.nn.Module, dtype: str | None) -> None:
+    if dtype is None:
+        return
+    from sim.functional import round_to
+
+    with torch.no_grad():
+        for p in model.parameters():
+            p.copy_(torch.from_numpy(round_to(p.detach().float().numpy(), dtype)))
+
+
+def load_source(model: Any, *, dtype: str | None = None, seed: int = 0) -> Source:
+    """The :class:`Source` of ``model`` (see the module docstring)."""
+    if hasattr(model, "config") and hasattr(model, "named_parameters"):
+        cfg = config_of_module(model)
+        ref = copy.deepcopy(model).float().eval()
+        _round(ref, dtype)
+        return Source(cfg, ref, ModuleWeights(ref))
+    if isinstance(model, str | bytes) or hasattr(model, "__fspath__"):
+        if is_checkpoint(model):
+            cfg = get_model_config(model)
+            ref = load_reference(model)
+            _round(ref, dtype)
+            return Source(cfg, ref, CheckpointWeights(model, ref, dtype))
+    cfg = get_model_config(model)
+    ref = build_module(cfg, device="cpu", seed=seed, dtype=torch.float32)
+    _round(ref, dtype)
+    return Source(cfg, ref, ModuleWeights(ref))

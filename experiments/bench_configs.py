@@ -1,0 +1,70 @@
+"""Sweep random Llama-family configs on every preset: pass / refused / failed counts.
+
+Each config (``experiments.llama_configs.sample_config``, seeded) is compiled, simulated
+against its bound and run with ``run --check`` against ``transformers`` on each preset.
+Goal: 0 failed; a refusal only where ``transformers`` cannot run the config either.
+
+    python -m experiments.bench_configs [--configs 200] [--seed 0] [--steps 8] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from collections import Counter
+
+from experiments.llama_configs import RngPicker, check, sample_config
+from sim.hwio import list_presets
+
+
+def sweep(n: int, seed: int, steps: int, presets: list[str], verbose: bool = False) -> list:
+    """One row per (config, preset): the config, the preset and its outcome."""
+    rows = []
+    for i in range(n):
+        hf = sample_config(RngPicker(seed * 100_003 + i))
+        for hw in presets:
+            t0 = time.perf_counter()
+            out = check(hf, hw, steps=steps, seed=i)
+            rows.append({"config": i, "hw": hw, "status": out.status, "message": out.message,
+                         "latency_over_bound": out.latency_over_bound,
+                         "max_rel_err": out.max_rel_err, "wall_s": time.perf_counter() - t0,
+                         "hf": hf})
+            if verbose or out.status == "failed":
+                print(f"config {i} {hw}: {out.status} {out.message[:300]}", flush=True)
+    return rows
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--configs", type=int, default=200)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--steps", type=int, default=8)
+    ap.add_argument("--presets", default=",".join(list_presets()))
+    ap.add_argument("--json", action="store_true")
+    ap.add_argument("--verbose", action="store_true")
+    args = ap.parse_args()
+    t0 = time.perf_counter()
+    rows = sweep(args.configs, args.seed, args.steps, args.presets.split(","), args.verbose)
+    if args.json:
+        print(json.dumps(rows, indent=2, default=str))
+        return
+    counts = Counter((r["hw"], r["status"]) for r in rows)
+    print(f"\n{args.configs} configs, seed {args.seed}, {args.steps} steps, "
+          f"{time.perf_counter() - t0:.0f} s")
+    print(f"{'hw':<10} {'pass':>6} {'refused':>8} {'failed':>7} {'worst lat/bound':>16} "
+          f"{'worst rel err':>14}")
+    for hw in args.presets.split(","):
+        ok = [r for r in rows if r["hw"] == hw and r["status"] == "pass"]
+        worst = max((r["latency_over_bound"] for r in ok), default=float("nan"))
+        err = max((r["max_rel_err"] for r in ok), default=float("nan"))
+        print(f"{hw:<10} {counts[hw, 'pass']:>6} {counts[hw, 'refused']:>8} "
+              f"{counts[hw, 'failed']:>7} {worst:>16.2f} {err:>14.4f}")
+    refusals = Counter(r["message"].split(":")[-1].strip()[:80] for r in rows
+                       if r["status"] == "refused")
+    for why, n in refusals.most_common():
+        print(f"refused x{n}: {why}")
+
+
+if __name__ == "__main__":
+    main()
