@@ -2,9 +2,15 @@
 
 Both read :func:`cost_models.features.featurize` vectors. Before any fit (and without a
 pretrained base) they score by the analytical model: ``log2`` of the program's bound.
-``fit`` is called with every measurement so far and retrains from the base booster: from
-scratch, or on top of the trees of a loaded (pretrained) model, so a model trained on
-other workloads and hardware ranks from the first round and is corrected by local data.
+``fit`` is called with every measurement so far. The first fit grows ``n_estimators``
+trees from scratch, or ``refit_trees`` on top of the trees of a loaded (pretrained)
+model, so a model trained on other workloads and hardware ranks from the first round and
+is corrected by local data. Later fits are incremental: they add ``refit_trees`` trees to
+the current booster (boosting on its residuals over all the data so far), until
+``max_trees`` were added since the base, when the next fit starts again from the base.
+A search refits after every round, so a refit costs a few small trees, not a new model.
+Training uses ``nthread`` OpenMP threads, by default :func:`default_threads` (one on a
+small machine: spinning OpenMP threads on busy cores slow a fit by orders of magnitude).
 
 The ranker uses ``rank:pairwise`` (LambdaMART without a gain weighting) over groups of
 one task each (workload + hardware fingerprint). Within a group the latencies are ranked
@@ -23,6 +29,7 @@ from __future__ import annotations
 
 import abc
 import json
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import ClassVar
@@ -35,7 +42,8 @@ from .errors import CostModelError
 from .features import FEATURE_NAMES, FEATURE_VERSION, featurize
 from .metrics import rankdata
 
-__all__ = ["XGBRankModel", "XGBRegressionModel", "meta_path", "relevance", "task_key"]
+__all__ = ["XGBRankModel", "XGBRegressionModel", "default_threads", "meta_path", "relevance",
+           "task_key"]
 
 FORMAT = "autosched-cost-model"
 _BOUND = FEATURE_NAMES.index("log_bound_ns")
@@ -45,6 +53,13 @@ def meta_path(path: str | Path) -> Path:
     """The sidecar metadata file of a model saved at ``path``."""
     p = Path(path)
     return p.with_name(p.stem + ".meta.json")
+
+
+def default_threads() -> int:
+    """XGBoost threads for this machine: 1 up to 4 cores (the measurement pool owns them),
+    half the cores beyond, at most 8."""
+    n = os.cpu_count() or 1
+    return 1 if n <= 4 else min(n // 2, 8)
 
 
 def task_key(c: Candidate) -> str:
@@ -70,13 +85,16 @@ class _XGBModel(CostModel):
     objective: ClassVar[dict]
 
     def __init__(self, *, seed: int = 0, n_estimators: int = 120, max_depth: int = 6,
-                 learning_rate: float = 0.15, nthread: int = 2) -> None:
+                 learning_rate: float = 0.15, nthread: int | None = None,
+                 refit_trees: int = 16, max_trees: int = 160) -> None:
         self.params = {"seed": int(seed), "n_estimators": int(n_estimators),
                        "max_depth": int(max_depth), "learning_rate": float(learning_rate),
-                       "nthread": int(nthread)}
+                       "nthread": int(nthread or default_threads()),
+                       "refit_trees": int(refit_trees), "max_trees": int(max_trees)}
         self.base: xgb.Booster | None = None
         self.booster: xgb.Booster | None = None
         self.n_train = 0
+        self.added = 0  # trees grown since the base (or since scratch)
         self.info: dict = {}
 
     def _xgb_params(self) -> dict:
@@ -108,9 +126,16 @@ class _XGBModel(CostModel):
         dm = self._dmatrix(np.asarray(x)[ok], y[ok], np.asarray(groups)[ok].tolist())
         if dm is None:
             return
-        base = self.base.copy() if self.base is not None else None
-        self.booster = xgb.train(self._xgb_params(), dm, self.params["n_estimators"],
-                                 xgb_model=base)
+        p = self.params
+        grown = self.booster is not None and self.booster is not self.base
+        if grown and self.added + p["refit_trees"] <= p["max_trees"]:
+            start, n = self.booster, p["refit_trees"]  # incremental: boost the residuals
+        elif self.base is not None:
+            start, n, self.added = self.base.copy(), p["refit_trees"], 0
+        else:
+            start, n, self.added = None, p["n_estimators"], 0
+        self.booster = xgb.train(self._xgb_params(), dm, n, xgb_model=start)
+        self.added += n
         self.n_train = int(ok.sum())
 
     def freeze(self) -> None:
@@ -159,7 +184,9 @@ class _XGBModel(CostModel):
             raise CostModelError(f"{path} was trained on features v{meta.get('feature_version')}"
                                  f", this code computes v{FEATURE_VERSION}: retrain it with "
                                  "python -m experiments.train_cost_model")
-        model = cls(**meta["params"])
+        params = dict(meta["params"])
+        params["nthread"] = None  # threads suit the machine that loads the model
+        model = cls(**params)
         booster = xgb.Booster()
         booster.load_model(str(path))
         booster.set_param({"nthread": model.params["nthread"]})
@@ -180,6 +207,10 @@ class XGBRegressionModel(_XGBModel):
 
     def _raw(self, x: np.ndarray) -> np.ndarray:
         return np.asarray(self.booster.inplace_predict(x), dtype=float)
+
+    def latency_ns(self, scores: np.ndarray) -> np.ndarray | None:
+        """Predicted log2 latency back to ns (before any fit: the bound's log2 of 1 + ns)."""
+        return np.exp2(np.asarray(scores, dtype=float))
 
 
 class XGBRankModel(_XGBModel):
