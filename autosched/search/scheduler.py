@@ -5,7 +5,10 @@ predicts latencies (:meth:`TaskTuner.outlook`), a task's score is its *predicted
 end-to-end gain*: (measured best - the model's predicted best of an unmeasured
 candidate) x the task's weight in the step, in ns per step. A task whose predicted
 relative gain is below the model's noise on it is *settled* and gets nothing more; when
-every task is settled the run stops early. Without such a model the score is Ansor's:
+every task is settled the run stops early. A task is settled only once the model has
+predicted at least two of its measurements: until then its gain is at least its weight x
+best x the model's prior noise, so every task of a plan in contention gets one round
+before the model's word on it counts. Without such a model the score is Ansor's:
 ``count x best latency x max(recent relative improvement, floor)``.
 
 Fusion plans: ``plans`` lists, per plan, the tasks its graph runs and how often. A plan
@@ -149,10 +152,11 @@ class TaskScheduler:
         if not math.isfinite(best):
             return math.inf if not t.exhausted else 0.0
         predicted, noise = out
-        if predicted <= 0 or math.log2(best / predicted) < noise:
-            return 0.0
         w = self.weights()[i] if weight is None else weight
-        return w * (best - predicted)
+        unproven = max(t.noise * best, 0.0) if len(t.errors) < 2 else 0.0
+        if predicted <= 0 or math.log2(best / predicted) < noise:
+            return w * unproven
+        return w * max(best - predicted, unproven)
 
     def score(self, i: int, weight: int | None = None) -> float:
         """Expected end-to-end gain of tuning task ``i`` next (ns per step; up to a factor

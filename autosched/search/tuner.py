@@ -48,6 +48,7 @@ RANDOM_FIRST = 6  # random unmeasured points per slot in a round with nothing me
 N_SECOND, N_TWO = 4, 8  # moves from the 2nd and 3rd best points; two-change moves per round
 SURROGATE_FACTOR = 2  # points per slot lowered because the space surrogate likes them
 OUTLOOK_PICKS = 8  # the surrogate's favourites an outlook lowers beside the moves
+OUTLOOK_RANDOM = 8  # random valid points an outlook lowers, so its surrogate sees the space
 PRIOR_NOISE = 0.05  # the model's log2 error assumed before it has predicted any measurement
 NOISE_FLOOR = 0.01  # never trust a predicted gain below 0.7 %
 
@@ -260,8 +261,9 @@ class TaskTuner:
         or None without a model that predicts latencies or without any lowered candidate.
 
         Ranks every candidate lowered so far, the neighbourhood moves around the best
-        points and, on enumerable spaces, the ``OUTLOOK_PICKS`` points a surrogate of the
-        model's scores likes best (both lowered now, once); recomputed only when a
+        points, ``OUTLOOK_RANDOM`` random valid points and, on enumerable spaces, the
+        ``OUTLOOK_PICKS`` points a surrogate of the model's scores likes best (all lowered
+        now, once); recomputed only when a
         measurement or a refit changed what it depends on.
         """
         model = self.cost_model
@@ -272,6 +274,8 @@ class TaskTuner:
             return self._outlook[1]
         rng = np.random.default_rng([self.seed, self.measured, 3])
         for p in self._moves(rng):
+            self.pool.prepare(p)
+        for p in self.pool.unmeasured(rng, OUTLOOK_RANDOM, self._by_key):
             self.pool.prepare(p)
         keys = [self.pool.key(p) for p in self.pool.lowered(self._by_key)]
         for p in self._surrogate_picks(OUTLOOK_PICKS, keys):
