@@ -9,8 +9,9 @@ is corrected by local data. Later fits are incremental: they add ``refit_trees``
 the current booster (boosting on its residuals over all the data so far), until
 ``max_trees`` were added since the base, when the next fit starts again from the base.
 A search refits after every round, so a refit costs a few small trees, not a new model.
-Training uses ``nthread`` OpenMP threads, by default :func:`default_threads` (one on a
-small machine: spinning OpenMP threads on busy cores slow a fit by orders of magnitude).
+Training uses ``nthread`` OpenMP threads, by default :data:`NTHREAD` (one: the
+measurement pool owns the cores, and spinning OpenMP threads on busy cores slow a fit by
+orders of magnitude).
 
 The ranker uses ``rank:pairwise`` (LambdaMART without a gain weighting) over groups of
 one task each (workload + hardware fingerprint). Within a group the latencies are ranked
@@ -29,7 +30,6 @@ from __future__ import annotations
 
 import abc
 import json
-import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import ClassVar
@@ -42,7 +42,7 @@ from .errors import CostModelError
 from .features import FEATURE_NAMES, FEATURE_VERSION, featurize
 from .metrics import rankdata
 
-__all__ = ["XGBRankModel", "XGBRegressionModel", "default_threads", "meta_path", "relevance",
+__all__ = ["NTHREAD", "XGBRankModel", "XGBRegressionModel", "meta_path", "relevance",
            "task_key"]
 
 FORMAT = "autosched-cost-model"
@@ -53,13 +53,6 @@ def meta_path(path: str | Path) -> Path:
     """The sidecar metadata file of a model saved at ``path``."""
     p = Path(path)
     return p.with_name(p.stem + ".meta.json")
-
-
-def default_threads() -> int:
-    """XGBoost threads for this machine: 1 up to 4 cores (the measurement pool owns them),
-    half the cores beyond, at most 8."""
-    n = os.cpu_count() or 1
-    return 1 if n <= 4 else min(n // 2, 8)
 
 
 def task_key(c: Candidate) -> str:
@@ -78,6 +71,11 @@ def relevance(latencies: Sequence[float], levels: int = 32) -> np.ndarray:
     return np.floor(top * (1.0 - frac) + 0.5).astype(np.int64)
 
 
+# One OpenMP thread: fits are a few hundred rows, and the search fits while its simulator
+# workers run; with every core busy, two spinning OpenMP threads made a 0.4 s fit take 45 s.
+NTHREAD = 1
+
+
 class _XGBModel(CostModel):
     """Shared fit/predict/save/load; subclasses set the objective and the labels."""
 
@@ -85,11 +83,11 @@ class _XGBModel(CostModel):
     objective: ClassVar[dict]
 
     def __init__(self, *, seed: int = 0, n_estimators: int = 120, max_depth: int = 6,
-                 learning_rate: float = 0.15, nthread: int | None = None,
+                 learning_rate: float = 0.15, nthread: int = NTHREAD,
                  refit_trees: int = 16, max_trees: int = 160) -> None:
         self.params = {"seed": int(seed), "n_estimators": int(n_estimators),
                        "max_depth": int(max_depth), "learning_rate": float(learning_rate),
-                       "nthread": int(nthread or default_threads()),
+                       "nthread": int(nthread),
                        "refit_trees": int(refit_trees), "max_trees": int(max_trees)}
         self.base: xgb.Booster | None = None
         self.booster: xgb.Booster | None = None
@@ -184,9 +182,7 @@ class _XGBModel(CostModel):
             raise CostModelError(f"{path} was trained on features v{meta.get('feature_version')}"
                                  f", this code computes v{FEATURE_VERSION}: retrain it with "
                                  "python -m experiments.train_cost_model")
-        params = dict(meta["params"])
-        params["nthread"] = None  # threads suit the machine that loads the model
-        model = cls(**params)
+        model = cls(**{**meta["params"], "nthread": NTHREAD})  # a saved count is not this host's
         booster = xgb.Booster()
         booster.load_model(str(path))
         booster.set_param({"nthread": model.params["nthread"]})

@@ -34,6 +34,7 @@ from autosched.measure.record import Measurement
 from search_spaces import Workload
 
 from ..measure import Runner
+from .shared import Gate, Solo
 from .study import SearchError
 from .tuner import TaskTuner
 
@@ -85,13 +86,14 @@ class TaskScheduler:
 
     def __init__(self, tuners: Sequence[TaskTuner], runner: Runner, *, seed: int = 0,
                  warmup: int = 4, batch: int = 8, window: int = 8, floor: float = 0.02,
-                 epsilon: float = 0.05, plans: Sequence[Mapping[int, int]] | None = None
-                 ) -> None:
+                 epsilon: float = 0.05, plans: Sequence[Mapping[int, int]] | None = None,
+                 gate: Gate | None = None) -> None:
         if warmup < 1 or batch < 1 or window < 1 or floor <= 0 or not 0 <= epsilon < 1:
             raise SearchError(f"scheduler needs warmup, batch, window >= 1, floor > 0 and "
                               f"0 <= epsilon < 1; got {warmup}, {batch}, {window}, {floor}, "
                               f"{epsilon}")
         self.tuners, self.runner = list(tuners), runner
+        self.gate = gate or Solo()  # several processes on one job: .shared.SharedJob
         self.warmup, self.batch, self.window = warmup, batch, window
         self.floor, self.epsilon = floor, epsilon
         self.rng = np.random.default_rng(seed)
@@ -180,7 +182,7 @@ class TaskScheduler:
     def _pick(self) -> int | None:
         w = self.weights()
         scores = {i: self.score(i, w[i]) for i, t in enumerate(self.tuners) if not t.exhausted}
-        live = [i for i, v in scores.items() if v > 0]
+        live = [i for i, v in scores.items() if v > 0 and not self.gate.blocked(self.tuners[i])]
         if not live:
             return None
         order = self.rng.permutation(len(self.tuners))
@@ -190,20 +192,20 @@ class TaskScheduler:
 
     def _measure(self, picks: list[tuple[int, int]], used: int, budget: int,
                  progress: Callable[[Progress], None] | None) -> int:
-        """Propose for each (task, n), run everything as one batch, record, then refit each
-        cost model once; returns the number measured."""
+        """Propose for each (task, n) the gate grants, run everything as one batch, record,
+        settle with the gate, then refit each cost model once; returns the number measured."""
+        picks = [(i, k) for i, n in picks if (k := self.gate.grant(self.tuners[i], n))]
         t0 = time.perf_counter()
         props = [(i, self.tuners[i].propose(n)) for i, n in picks]
         flat = [inp for _, inputs in props for inp in inputs]
-        if not flat:
-            return 0
         t1 = time.perf_counter()
-        results = self.runner.run(flat)
+        results = self.runner.run(flat) if flat else []
         t2 = time.perf_counter()
         at = 0
         for i, inputs in props:
             ms, at = results[at: at + len(inputs)], at + len(inputs)
             self.tuners[i].record(ms, refit=False)
+            self.gate.settle(self.tuners[i], ms)
             self.allocated[i] += len(ms)
             used += len(ms)
             if progress is not None and ms:
@@ -213,10 +215,10 @@ class TaskScheduler:
         refits = {id(t.training): t for i, _ in props if (t := self.tuners[i]).cost_model}
         for t in refits.values():
             t.training.refit(t.cost_model)
-        own = t1 - t0 + time.perf_counter() - t2
+        own, share = t1 - t0 + time.perf_counter() - t2, max(len(flat), 1)
         for i, inputs in props:
-            self.search_s[i] += own * len(inputs) / len(flat)
-            self.measure_s[i] += (t2 - t1) * len(inputs) / len(flat)
+            self.search_s[i] += own * len(inputs) / share
+            self.measure_s[i] += (t2 - t1) * len(inputs) / share
         return len(flat)
 
     def run(self, budget: int, progress: Callable[[Progress], None] | None = None
@@ -243,6 +245,8 @@ class TaskScheduler:
             t0 = time.perf_counter()
             i = self._pick()
             if i is None:
+                if self.gate.wait():  # other processes hold what is left: look again
+                    continue
                 break
             self.search_s[i] += time.perf_counter() - t0
             used += self._measure([(i, min(self.batch, budget - used))], used, budget, progress)

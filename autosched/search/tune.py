@@ -11,8 +11,9 @@ from search_spaces import Workload
 from sim.hardware import Hardware
 
 from ..database import Database, open_database
-from ..measure import LocalRunner, Runner
+from ..measure import Runner, make_runner
 from .scheduler import Progress, TaskResult, TaskScheduler
+from .shared import Gate
 from .study import SearchError
 from .training import TrainingSet, known_hardware
 from .tuner import TaskTuner
@@ -40,9 +41,10 @@ def tune_tasks(tasks: Sequence, hw: Hardware, *, db: Database | str, trials: int
                workers: int | None = None, sampler: str | BaseSampler = "tpe", seed: int = 0,
                cost_model: CostModel | None = None,
                progress: Callable[[Progress], None] | None = None,
-               multi_objective: bool = False, runner: Runner | None = None,
+               multi_objective: bool = False, runner: Runner | str | None = None,
                storage: str | None = None, warmup: int = 4, batch: int = 8,
-               plans: Sequence[Mapping[str, int]] | None = None) -> list[TaskResult]:
+               plans: Sequence[Mapping[str, int]] | None = None,
+               gate: Gate | None = None) -> list[TaskResult]:
     """Tune ``tasks`` on ``hw``; ``trials`` is this run's budget of *new* measurements.
 
     Reads top to bottom as the pipeline: database, runner, the cost model's head start
@@ -52,16 +54,18 @@ def tune_tasks(tasks: Sequence, hw: Hardware, *, db: Database | str, trials: int
     rounds of ask, rank, measure, commit and tell. A second run on the same database with
     the same arguments measures only schedules the first did not and stops once every
     space is exhausted. Same seed and same database state give the same measurements.
-    ``runner`` overrides the local pool of ``workers`` processes (the caller closes it).
+    ``runner`` overrides the local pool of ``workers`` processes (the caller closes it);
+    a string (``local``, ``dask://host:port``) names one this call opens and closes.
     ``plans`` (alternative graphs of one step, e.g. fusion plans) lists per plan the
     workload keys its graph runs with their counts; the scheduler then tunes only the
     tasks of the plans still in contention (:class:`TaskScheduler`).
+    ``gate`` shares the work with other processes (:func:`autosched.search.shared.share`).
     """
     if not isinstance(trials, int) or trials < 0:
         raise SearchError(f"trials must be an int >= 0, got {trials!r}")
     database = open_database(db)
-    own = runner is None
-    run = LocalRunner(workers) if runner is None else runner
+    own = not isinstance(runner, Runner)
+    run = make_runner(runner, workers) if own else runner
     try:
         training = TrainingSet()
         merged = _pairs(tasks)
@@ -78,7 +82,8 @@ def tune_tasks(tasks: Sequence, hw: Hardware, *, db: Database | str, trials: int
             raise SearchError("a plan names a workload that is not one of the tasks")
         scheduler = TaskScheduler(tuners, run, seed=seed, warmup=warmup, batch=batch,
                                   plans=None if plans is None else
-                                  [{index[k]: n for k, n in p.items()} for p in plans])
+                                  [{index[k]: n for k, n in p.items()} for p in plans],
+                                  gate=gate)
         return scheduler.run(trials, progress)
     finally:
         if own:
