@@ -4,8 +4,11 @@ A round picks one task and measures a batch of its proposals. With a cost model 
 predicts latencies (:meth:`TaskTuner.outlook`), a task's score is its *predicted
 end-to-end gain*: (measured best - the model's predicted best of an unmeasured
 candidate) x the task's weight in the step, in ns per step. A task whose predicted
-relative gain is below the model's noise on it is *settled* and gets nothing more; when
-every task is settled the run stops early. A task is settled only once the model has
+relative gain is below the model's noise on it is *settled*: it gets nothing while
+another task has a predicted gain. Once every task of the plans in contention is settled,
+the rest of the budget goes by Ansor's score below to the tasks on which the model's
+error is above its floor (gains hidden by that noise may be real); when there are none,
+the run stops early. A task is settled only once the model has
 predicted at least two of its measurements: until then its gain is at least its weight x
 best x the model's prior noise, so every task of a plan in contention gets one round
 before the model's word on it counts. Without such a model the score is Ansor's:
@@ -36,7 +39,7 @@ from search_spaces import Workload
 from ..measure import Runner
 from .shared import Gate, Solo
 from .study import SearchError
-from .tuner import TaskTuner
+from .tuner import NOISE_FLOOR, TaskTuner
 
 __all__ = ["Progress", "TaskResult", "TaskScheduler"]
 
@@ -167,8 +170,11 @@ class TaskScheduler:
         if w == 0:
             return 0.0
         g = self.gain(i, w)
-        if g is not None:
-            return g
+        return g if g is not None else self.recent(i, w)
+
+    def recent(self, i: int, w: int) -> float:
+        """Ansor's score of task ``i`` at weight ``w``: w x best x max(recent relative
+        improvement, floor)."""
         t = self.tuners[i]
         best = t.best.latency_ns if t.best else max(t.lowering.bound(t.workload, t.hw), 1.0)
         h = [x for x in t.history if math.isfinite(x)]
@@ -181,7 +187,11 @@ class TaskScheduler:
 
     def _pick(self) -> int | None:
         w = self.weights()
-        scores = {i: self.score(i, w[i]) for i, t in enumerate(self.tuners) if not t.exhausted}
+        scores = {i: self.score(i, w[i]) for i, t in enumerate(self.tuners)
+                  if not t.exhausted and w[i]}
+        if scores and not any(scores.values()):  # all settled: spend the rest where noisy
+            scores = {i: self.recent(i, w[i]) for i in scores
+                      if self.tuners[i].noise > NOISE_FLOOR}
         live = [i for i, v in scores.items() if v > 0 and not self.gate.blocked(self.tuners[i])]
         if not live:
             return None
@@ -223,8 +233,8 @@ class TaskScheduler:
 
     def run(self, budget: int, progress: Callable[[Progress], None] | None = None
             ) -> list[TaskResult]:
-        """Measure up to ``budget`` new schedules in total; stops early once every task is
-        exhausted, settled or outside the plans in contention."""
+        """Measure up to ``budget`` new schedules in total; stops early once every task of
+        the plans in contention is exhausted or settled by a model exact on it."""
         if budget < 0:
             raise SearchError(f"the budget must be >= 0 measurements, got {budget}")
         # warm-up 1: every task's default (so every plan has an estimate and no task is

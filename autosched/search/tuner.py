@@ -263,8 +263,8 @@ class TaskTuner:
         Ranks every candidate lowered so far, the neighbourhood moves around the best
         points, ``OUTLOOK_RANDOM`` random valid points and, on enumerable spaces, the
         ``OUTLOOK_PICKS`` points a surrogate of the model's scores likes best (all lowered
-        now, once); recomputed only when a
-        measurement or a refit changed what it depends on.
+        now, once). The points are gathered again only when the task's own measurements
+        changed; a refit of the model (another task's round) only re-predicts them.
         """
         model = self.cost_model
         if model is None or self.exhausted or model.latency_ns(np.zeros(1)) is None:
@@ -272,14 +272,15 @@ class TaskTuner:
         state = (self.measured, self.training.fits)
         if self._outlook is not None and self._outlook[0] == state:
             return self._outlook[1]
-        rng = np.random.default_rng([self.seed, self.measured, 3])
-        for p in self._moves(rng):
-            self.pool.prepare(p)
-        for p in self.pool.unmeasured(rng, OUTLOOK_RANDOM, self._by_key):
-            self.pool.prepare(p)
-        keys = [self.pool.key(p) for p in self.pool.lowered(self._by_key)]
-        for p in self._surrogate_picks(OUTLOOK_PICKS, keys):
-            self.pool.prepare(p)
+        if self._outlook is None or self._outlook[0][0] != self.measured:
+            rng = np.random.default_rng([self.seed, self.measured, 3])
+            for p in self._moves(rng):
+                self.pool.prepare(p)
+            for p in self.pool.unmeasured(rng, OUTLOOK_RANDOM, self._by_key):
+                self.pool.prepare(p)
+            keys = [self.pool.key(p) for p in self.pool.lowered(self._by_key)]
+            for p in self._surrogate_picks(OUTLOOK_PICKS, keys):
+                self.pool.prepare(p)
         cands = [self.pool.candidate(p) for p in self.pool.lowered(self._by_key)]
         cands = [c for c in cands if c is not None]
         out = None
