@@ -34,6 +34,8 @@ class TaskReport:
     measurements: int
     schedule: Schedule | None
     roles: tuple[str, ...] = ()
+    new: int = 0  # measurements this run spent on the task
+    predicted_gain_ns: float = math.nan  # per step still predicted when the run stopped
 
     @property
     def speedup(self) -> float:
@@ -49,7 +51,8 @@ class TaskReport:
             "attrs": dict(self.workload.attrs), "roles": list(self.roles), "count": self.count,
             "default_ns": _num(self.default_ns), "tuned_ns": _num(self.tuned_ns),
             "bound_ns": _num(self.bound_ns), "speedup": _num(self.speedup),
-            "measurements": self.measurements,
+            "measurements": self.measurements, "new": self.new,
+            "predicted_gain_ns": _num(self.predicted_gain_ns),
             "schedule": self.schedule.to_dict() if self.schedule else None,
         }
 
@@ -83,7 +86,11 @@ class TuneReport:
 
     ``measurements`` counts the simulations this run added to the database; ``reused``
     counts the records of these tasks already there when it started (never re-measured).
-    ``plans`` lists every fusion plan compared with its tuned end-to-end latency.
+    ``plans`` lists every fusion plan compared, best estimate first, as (plan, simulated
+    tuned step ns or nan when it was not a finalist, estimate ns: the sum over its tasks
+    of count x best latency). ``search_s`` is the wall time the search itself spent
+    (proposing, lowering, featurising, fitting, ranking), ``measure_s`` the time waiting
+    for measurements.
     """
 
     model: str
@@ -102,7 +109,9 @@ class TuneReport:
     wall_s: float
     tasks: tuple[TaskReport, ...]
     end_to_end: EndToEnd
-    plans: tuple[tuple[dict | None, float], ...] = field(default=())
+    plans: tuple[tuple[dict | None, float, float], ...] = field(default=())
+    search_s: float = math.nan
+    measure_s: float = math.nan
 
     def to_dict(self) -> dict:
         return {
@@ -111,9 +120,11 @@ class TuneReport:
             "batch": self.batch, "context": self.context, "trials": self.trials,
             "seed": self.seed, "sampler": self.sampler, "cost_model": self.cost_model,
             "fusion": self.fusion, "measurements": self.measurements, "reused": self.reused,
-            "wall_s": self.wall_s, "tasks": [t.to_dict() for t in self.tasks],
+            "wall_s": self.wall_s, "search_s": _num(self.search_s),
+            "measure_s": _num(self.measure_s), "tasks": [t.to_dict() for t in self.tasks],
             "end_to_end": self.end_to_end.to_dict(),
-            "plans": [{"plan": p, "tuned_ns": _num(ns)} for p, ns in self.plans],
+            "plans": [{"plan": p, "tuned_ns": _num(ns), "estimate_ns": _num(est)}
+                      for p, ns, est in self.plans],
         }
 
     def write(self, path: str | Path) -> None:
@@ -127,8 +138,13 @@ class TuneReport:
         rows: list[list[object]] = []
         for t in sorted(self.tasks, key=weight):
             rows.append([t.workload.key, t.count, t.default_ns, t.tuned_ns, t.bound_ns,
-                         t.speedup, t.measurements])
+                         t.speedup, t.measurements, t.new, t.predicted_gain_ns])
         return rows
+
+    def plan_margin(self) -> float:
+        """The runner-up finalist's simulated step over the winner's (nan with one)."""
+        sims = sorted(ns for _, ns, _ in self.plans if math.isfinite(ns))
+        return sims[1] / sims[0] if len(sims) > 1 and sims[0] > 0 else math.nan
 
     def end_to_end_pairs(self) -> list[tuple[str, object]]:
         """(label, value) pairs for the end-to-end summary."""
@@ -139,12 +155,14 @@ class TuneReport:
                                                    if e.bound_ns > 0 else math.nan),
                 ("tokens/s", e.tokens_per_s), ("energy pJ", e.energy_pj),
                 ("fusion plan", _plan_text(e.plan)),
+                ("plan margin (runner-up / winner)", self.plan_margin()),
                 ("measurements (new / reused)", f"{self.measurements} / {self.reused}"),
+                ("search s / measuring s", f"{self.search_s:.1f} / {self.measure_s:.1f}"),
                 ("wall s", self.wall_s)]
 
 
 TASK_HEADERS = ("workload", "count", "default ns", "tuned ns", "bound ns", "speedup",
-                "measurements")
+                "measurements", "new", "pred. gain ns")
 
 
 def _plan_text(plan: dict | None) -> str:

@@ -29,10 +29,12 @@ from .report import EndToEnd, TaskReport, TuneReport
 if TYPE_CHECKING:  # the frontend loads torch: imported on use, so the CLI starts fast
     from .frontend import ModelConfig, Task
 
-__all__ = ["DEFAULT_COST_MODEL", "FUSION_MODES", "fusion_plans", "tune"]
+__all__ = ["DEFAULT_COST_MODEL", "DEFAULT_FUSION", "FUSION_MODES", "fusion_plans", "tune"]
 
 FUSION_MODES = ("auto", "none")
+DEFAULT_FUSION = "auto"  # the fusion plan is a searched decision like any schedule
 DEFAULT_COST_MODEL = "xgb"  # XGBoost regression starting from the shipped trees
+FINALISTS = 3  # plans simulated whole at the end, the best estimates first
 
 
 def fusion_plans(fusion: str | dict | None) -> list[dict | None]:
@@ -73,7 +75,8 @@ def tune(model: str | Path | ModelConfig, *, hw: str | Path | Hardware = "hbm-pi
          phase: str = "decode", batch: int = 1, context: int | None = None,
          trials: int = DEFAULT_TRIALS, workers: int | None = None,
          db: str | Path | Database = DB_DEFAULT, seed: int = 0, sampler: str = "tpe",
-         cost_model: str | object | None = DEFAULT_COST_MODEL, fusion: str | dict | None = "none",
+         cost_model: str | object | None = DEFAULT_COST_MODEL,
+         fusion: str | dict | None = DEFAULT_FUSION,
          progress: Callable | None = None, runner: str | object | None = None) -> TuneReport:
     """Tune every workload of one inference step of ``model`` on ``hw`` and report.
 
@@ -81,12 +84,16 @@ def tune(model: str | Path | ModelConfig, *, hw: str | Path | Hardware = "hbm-pi
     :data:`~autosched.defaults.DEFAULT_CONTEXT`, capped at the model's max_positions).
     ``trials`` is the number of new measurements this run may spend over all tasks;
     ``workers`` defaults to all cores; ``cost_model`` is a registry kind, a saved model's
-    path, an instance, or None/"none". With ``fusion="auto"`` the tasks of every fusion
-    plan share the budget and the plan with the best tuned end-to-end latency is reported
-    and stored. ``runner``: a Runner, or ``local`` / ``dask://host:port``. Each input
-    (hardware, model, database, cost model, runner) is resolved once and passed on as an
-    object. Processes tuning the same tasks with the same budget on one database share the
-    job (``search.shared``).
+    path, an instance, or None/"none". With ``fusion="auto"`` (the default) every fusion
+    plan is a candidate: the warm-up measures the default schedule of every task of every
+    plan, and the budget then goes to the tasks of the plans still in contention (their
+    estimate with the cost model's predicted bests can still beat the best plan's); the
+    ``FINALISTS`` plans with the best tuned estimates are simulated whole and the fastest
+    is reported and stored. ``fusion="none"`` tunes the unfused graph alone.
+    ``runner``: a Runner, or ``local`` / ``dask://host:port``. Each input (hardware,
+    model, database, cost model, runner) is resolved once and passed on as an object.
+    Processes tuning the same tasks with the same budget on one database share the job
+    (``search.shared``).
     """
     from .compiler import plain_memory_ns, simulate_model
     from .frontend import get_model_config, model_graph, tasks
@@ -111,8 +118,9 @@ def tune(model: str | Path | ModelConfig, *, hw: str | Path | Hardware = "hbm-pi
     plans = fusion_plans(fusion)
     graphs = [model_graph(cfg, fusion=p, **step)[1] for p in plans]
 
-    # tasks: the unique workloads over every plan, with occurrence counts
+    # tasks: the unique workloads over every plan, with occurrence counts, and each plan's
     task_list = tasks(*graphs)
+    per_plan = [{t.key: t.count for t in tasks(g)} for g in graphs]
     reused = _reused(database, [t.workload for t in task_list], hardware)
 
     # space, ask, predict, measure, tell and commit: one shared budget over all tasks
@@ -121,23 +129,25 @@ def tune(model: str | Path | ModelConfig, *, hw: str | Path | Hardware = "hbm-pi
         results = tune_tasks(task_list, hardware, db=job.database, trials=trials,
                              workers=workers or os.cpu_count() or 1, sampler=sampler,
                              seed=seed, cost_model=cm, progress=progress, runner=runner,
-                             gate=job)
+                             plans=per_plan if len(plans) > 1 else None, gate=job)
     finally:
         job.close()
     measured = job.inserted  # this run's own records, whoever else writes to the database
 
-    # codegen: whole-step figures, default schedules unfused vs tuned schedules per plan
+    # codegen: whole-step figures, default schedules unfused vs the finalists tuned
+    by_key = {r.workload.key: r for r in results}
+    est = [sum(n * _best_ns(by_key[k]) for k, n in p.items()) for p in per_plan]
+    final = sorted(range(len(plans)), key=lambda i: (est[i], i))[:FINALISTS]
     default = simulate_model(cfg, hardware, db=None, fusion={}, baseline=False, **step)
-    tuned = [simulate_model(cfg, hardware, db=database, fusion=p or {}, baseline=False,
-                            graph=g, **step) for p, g in zip(plans, graphs, strict=True)]
-    best_i = min(range(len(plans)), key=lambda i: tuned[i].latency_ns)
+    tuned = {i: simulate_model(cfg, hardware, db=database, fusion=plans[i] or {},
+                               baseline=False, graph=graphs[i], **step) for i in final}
+    best_i = min(final, key=lambda i: (tuned[i].latency_ns, i))
     best_plan, fig = plans[best_i], tuned[best_i]
     base_ns = plain_memory_ns(cfg, hardware, **step)
     if fusion == "auto":
         _store_plan(database, cfg.name, phase, batch, hardware, best_plan, fig.latency_ns)
 
     job.finish()  # results are safe: a later run starts a new job instead of resuming this
-    by_key = {r.workload.key: r for r in results}
     task_reports = tuple(_task_report(by_key[t.key], t, hardware) for t in task_list)
     e2e = EndToEnd(default.latency_ns, fig.latency_ns, fig.bound_ns, base_ns,
                    fig.tokens_per_s, fig.energy_pj, best_plan)
@@ -147,7 +157,14 @@ def tune(model: str | Path | ModelConfig, *, hw: str | Path | Hardware = "hbm-pi
         cost_model=cm_name, fusion=fusion if isinstance(fusion, str) else "plan",
         measurements=measured, reused=reused, wall_s=time.perf_counter() - start,
         tasks=task_reports, end_to_end=e2e,
-        plans=tuple((p, f.latency_ns) for p, f in zip(plans, tuned, strict=True)))
+        search_s=sum(r.search_s for r in results), measure_s=sum(r.measure_s for r in results),
+        plans=tuple((plans[i], tuned[i].latency_ns if i in tuned else math.nan, est[i])
+                    for i in sorted(range(len(plans)), key=lambda i: (est[i], i))))
+
+
+def _best_ns(r: object) -> float:
+    """A task result's best latency (its default's when nothing better succeeded)."""
+    return r.best.latency_ns if r.best is not None else math.inf
 
 
 def _store_plan(db: Database, model: str, phase: str, batch: int, hw: Hardware,
@@ -168,4 +185,4 @@ def _task_report(r: object, task: Task, hw: Hardware) -> TaskReport:
         default_ns=default.latency_ns if default is not None else math.inf,
         tuned_ns=best.latency_ns if best is not None else math.inf, bound_ns=bound,
         measurements=int(r.measurements), schedule=best.schedule if best is not None else None,
-        roles=task.roles)
+        roles=task.roles, new=int(r.new), predicted_gain_ns=float(r.predicted_gain_ns))

@@ -51,6 +51,12 @@ class CostModel(abc.ABC):
     def predict(self, candidates: Sequence[Candidate]) -> np.ndarray:
         """A score per candidate; lower means predicted faster. Works before any fit."""
 
+    def latency_ns(self, scores: np.ndarray) -> np.ndarray | None:
+        """The latencies ``scores`` (from :meth:`predict`) stand for, in ns; None when the
+        scores are only an order (a ranker, a random model). The task scheduler reads
+        predicted gains from it."""
+        return None
+
     @abc.abstractmethod
     def save(self, path: str | Path) -> None:
         """Write the model to ``path`` in the model's own format."""

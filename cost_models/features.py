@@ -60,9 +60,6 @@ FEATURE_NAMES: tuple[str, ...] = (
     *(f"space_h{i}" for i in range(SPACE_SLOTS)),
 )
 
-_CACHE: dict[tuple, np.ndarray] = {}
-_CACHE_MAX = 50_000
-
 
 def _log(x: float) -> float:
     return math.log2(1.0 + max(x, 0.0))
@@ -134,17 +131,19 @@ def _space_part(c: Candidate) -> np.ndarray:
 
 
 def features(c: Candidate) -> np.ndarray:
-    """The feature vector of one candidate (length ``len(FEATURE_NAMES)``); cached."""
-    key = (c.program, c.hw, c.workload, c.space.digest, c.point)
-    hit = _CACHE.get(key)
+    """The feature vector of one candidate (length ``len(FEATURE_NAMES)``), read-only.
+
+    Computed once per candidate object and kept on it (a candidate is immutable), so a
+    search that ranks a candidate in several rounds and then trains on it walks its
+    program once; hashing the program for a global cache would cost as much as the walk.
+    """
+    hit = c.__dict__.get("_features")
     if hit is not None:
         return hit
     fam = np.asarray([1.0 if c.workload.op == f else 0.0 for f in FEATURE_FAMILIES])
     vec = np.concatenate([_program_part(c), fam, _space_part(c)])
-    if len(_CACHE) >= _CACHE_MAX:
-        _CACHE.clear()
-    _CACHE[key] = vec
     vec.setflags(write=False)
+    c.__dict__["_features"] = vec  # frozen dataclass: a memo, not a field
     return vec
 
 

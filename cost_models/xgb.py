@@ -2,9 +2,16 @@
 
 Both read :func:`cost_models.features.featurize` vectors. Before any fit (and without a
 pretrained base) they score by the analytical model: ``log2`` of the program's bound.
-``fit`` is called with every measurement so far and retrains from the base booster: from
-scratch, or on top of the trees of a loaded (pretrained) model, so a model trained on
-other workloads and hardware ranks from the first round and is corrected by local data.
+``fit`` is called with every measurement so far. The first fit grows ``n_estimators``
+trees from scratch, or ``refit_trees`` on top of the trees of a loaded (pretrained)
+model, so a model trained on other workloads and hardware ranks from the first round and
+is corrected by local data. Later fits are incremental: they add ``refit_trees`` trees to
+the current booster (boosting on its residuals over all the data so far), until
+``max_trees`` were added since the base, when the next fit starts again from the base.
+A search refits after every round, so a refit costs a few small trees, not a new model.
+Training uses ``nthread`` OpenMP threads, by default :data:`NTHREAD` (one: the
+measurement pool owns the cores, and spinning OpenMP threads on busy cores slow a fit by
+orders of magnitude).
 
 The ranker uses ``rank:pairwise`` (LambdaMART without a gain weighting) over groups of
 one task each (workload + hardware fingerprint). Within a group the latencies are ranked
@@ -35,7 +42,8 @@ from .errors import CostModelError
 from .features import FEATURE_NAMES, FEATURE_VERSION, featurize
 from .metrics import rankdata
 
-__all__ = ["XGBRankModel", "XGBRegressionModel", "meta_path", "relevance", "task_key"]
+__all__ = ["NTHREAD", "XGBRankModel", "XGBRegressionModel", "meta_path", "relevance",
+           "task_key"]
 
 FORMAT = "autosched-cost-model"
 _BOUND = FEATURE_NAMES.index("log_bound_ns")
@@ -75,13 +83,16 @@ class _XGBModel(CostModel):
     objective: ClassVar[dict]
 
     def __init__(self, *, seed: int = 0, n_estimators: int = 120, max_depth: int = 6,
-                 learning_rate: float = 0.15, nthread: int = NTHREAD) -> None:
+                 learning_rate: float = 0.15, nthread: int = NTHREAD,
+                 refit_trees: int = 16, max_trees: int = 160) -> None:
         self.params = {"seed": int(seed), "n_estimators": int(n_estimators),
                        "max_depth": int(max_depth), "learning_rate": float(learning_rate),
-                       "nthread": int(nthread)}
+                       "nthread": int(nthread),
+                       "refit_trees": int(refit_trees), "max_trees": int(max_trees)}
         self.base: xgb.Booster | None = None
         self.booster: xgb.Booster | None = None
         self.n_train = 0
+        self.added = 0  # trees grown since the base (or since scratch)
         self.info: dict = {}
 
     def _xgb_params(self) -> dict:
@@ -113,9 +124,16 @@ class _XGBModel(CostModel):
         dm = self._dmatrix(np.asarray(x)[ok], y[ok], np.asarray(groups)[ok].tolist())
         if dm is None:
             return
-        base = self.base.copy() if self.base is not None else None
-        self.booster = xgb.train(self._xgb_params(), dm, self.params["n_estimators"],
-                                 xgb_model=base)
+        p = self.params
+        grown = self.booster is not None and self.booster is not self.base
+        if grown and self.added + p["refit_trees"] <= p["max_trees"]:
+            start, n = self.booster, p["refit_trees"]  # incremental: boost the residuals
+        elif self.base is not None:
+            start, n, self.added = self.base.copy(), p["refit_trees"], 0
+        else:
+            start, n, self.added = None, p["n_estimators"], 0
+        self.booster = xgb.train(self._xgb_params(), dm, n, xgb_model=start)
+        self.added += n
         self.n_train = int(ok.sum())
 
     def freeze(self) -> None:
@@ -185,6 +203,10 @@ class XGBRegressionModel(_XGBModel):
 
     def _raw(self, x: np.ndarray) -> np.ndarray:
         return np.asarray(self.booster.inplace_predict(x), dtype=float)
+
+    def latency_ns(self, scores: np.ndarray) -> np.ndarray | None:
+        """Predicted log2 latency back to ns (before any fit: the bound's log2 of 1 + ns)."""
+        return np.exp2(np.asarray(scores, dtype=float))
 
 
 class XGBRankModel(_XGBModel):

@@ -63,8 +63,9 @@ class CaseData:
     table: dict[str, Measurement]
     x: np.ndarray
     y: np.ndarray
-    sim_s_per_point: float
+    sim_s_per_point: float  # mean seconds to simulate a lowered point
     default_ns: float
+    build_s_per_point: float = 0.0  # mean seconds to lower a point
 
     @property
     def optimum(self) -> float:
@@ -87,33 +88,47 @@ def bench_cases(models: Sequence[str], presets: Sequence[str], roles: Sequence[s
     return out
 
 
-def _exhaust(job: tuple[dict, dict, list[dict]]) -> list[tuple[Measurement, np.ndarray]]:
-    """Worker: measure and featurize points (a failed build gives zero features)."""
-    wd, hwd, points = job
+TIMED = 8  # points per chunk simulated even when the cache holds them, to time a simulation
+
+
+def _exhaust(job: tuple[dict, dict, list[dict], list[bool]]
+             ) -> list[tuple[Measurement | None, np.ndarray, float, float | None]]:
+    """Worker: lower, featurize and simulate points, each lowered once (a failed build
+    gives zero features and a failure record); with each point's lowering and simulation
+    seconds. A point marked known (its measurement is cached) is simulated only among the
+    first ``TIMED`` of the chunk, for the timing; otherwise its record and time are None."""
+    wd, hwd, points, known = job
     w, hw = Workload.from_dict(wd), load_hardware(hwd)
     space = lowering_for(w).space(w, hw)
     out = []
-    for p in points:
-        m = measure_one(MeasureInput(w, Schedule.of(space, p), hw))
+    for i, (p, have) in enumerate(zip(points, known, strict=True)):
+        sched = Schedule.of(space, p)
+        t0 = time.perf_counter()
         try:
             prog = build(w, p, hw).program
-            f = featurize([Candidate(w, space, tuple(sorted(p.items())), hw, prog)])[0]
         except AutoschedError:
-            f = np.zeros(len(FEATURE_NAMES))
-        out.append((m, f))
+            prog = None
+        t1 = time.perf_counter()
+        m = measure_one(MeasureInput(w, sched, hw, prog)) if not have or i < TIMED else None
+        t2 = time.perf_counter() if m is not None else None
+        f = (featurize([Candidate(w, space, tuple(sorted(p.items())), hw, prog)])[0]
+             if prog is not None else np.zeros(len(FEATURE_NAMES)))
+        out.append((m, f, t1 - t0, None if t2 is None else t2 - t1))
     return out
 
 
 def case_data(case: Case, pool: ProcessPoolExecutor | None, workers: int, cache: Path,
               quiet: bool = False) -> CaseData:
-    """Measure every valid point of ``case`` once in ``pool``; later calls read the cache
-    (``pool`` may then be None)."""
+    """Measure every valid point of ``case`` once in ``pool`` (the measurements the cache
+    database already holds, e.g. from ``bench_exhaustive``, are lowered and featurised
+    but not simulated again, except a few per chunk to time a simulation); later calls
+    read the cache (``pool`` may then be None)."""
     w, hw = case.workload, load_hardware(case.preset)
     low = lowering_for(w)
     space = low.space(w, hw)
     cache.mkdir(parents=True, exist_ok=True)
     (cache / ".gitignore").write_text("*\n")
-    stem = cache / f"{w.digest}-{hw.fingerprint[:16]}-sim{SIM_VERSION}-f{FEATURE_VERSION}"
+    stem = cache / f"{w.digest}-{hw.fingerprint[:16]}-sim{SIM_VERSION}-f{FEATURE_VERSION}t"
     db = open_database(cache / "exhaustive.db")
     try:
         if not stem.with_suffix(".npz").exists():
@@ -121,26 +136,37 @@ def case_data(case: Case, pool: ProcessPoolExecutor | None, workers: int, cache:
                 raise RuntimeError(f"{case.label} is not in the cache {cache}: pass a pool")
             t0 = time.perf_counter()
             pts = list(space.enumerate())
-            jobs = [(w.to_dict(), hw.to_dict(), pts[i:i + 64]) for i in range(0, len(pts), 64)]
+            have = {m.schedule.key for m in _records(db, w, hw, space)}
+            known = [Schedule.of(space, p).key in have for p in pts]
+            jobs = [(w.to_dict(), hw.to_dict(), pts[i:i + 64], known[i:i + 64])
+                    for i in range(0, len(pts), 64)]
             done = [r for chunk in pool.map(_exhaust, jobs) for r in chunk]
-            db.commit_many([m for m, _ in done])
-            per = (time.perf_counter() - t0) * workers / max(len(pts), 1)
-            np.savez(stem.with_suffix(".npz"), keys=np.array([m.schedule.key for m, _ in done]),
-                     x=np.stack([f for _, f in done]), s_per_point=per)
+            db.commit_many([r[0] for r, k in zip(done, known, strict=True)
+                            if r[0] is not None and not k])
+            np.savez(stem.with_suffix(".npz"),
+                     keys=np.array([Schedule.of(space, p).key for p in pts]),
+                     x=np.stack([r[1] for r in done]),
+                     build_s_per_point=np.mean([r[2] for r in done]),
+                     s_per_point=np.mean([r[3] for r in done if r[3] is not None]))
             if not quiet:
                 print(f"  exhaustive {case.label}: {len(pts)} points in "
                       f"{time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
         z = np.load(stem.with_suffix(".npz"))
-        recs = {m.schedule.key: m for m in db.records(
-            workload=w, hw_fingerprint=hw.fingerprint, space=space.name,
-            space_version=space.version) if m.sim_version == SIM_VERSION}
+        recs = {m.schedule.key: m for m in _records(db, w, hw, space)}
     finally:
         db.close()
     keys = [str(k) for k in z["keys"]]
     table = {k: recs[k] for k in keys}
     default = table.get(Schedule.of(space, low.default(w, hw)).key)
     return CaseData(case, table, z["x"], np.array([table[k].latency_ns for k in keys]),
-                    float(z["s_per_point"]), default.latency_ns if default else float("nan"))
+                    float(z["s_per_point"]), default.latency_ns if default else float("nan"),
+                    float(z["build_s_per_point"]))
+
+
+def _records(db: object, w: Workload, hw: object, space: object) -> list[Measurement]:
+    """The cached measurements of ``w`` on ``hw`` under ``space`` and this simulator."""
+    return [m for m in db.records(workload=w, hw_fingerprint=hw.fingerprint, space=space.name,
+                                  space_version=space.version) if m.sim_version == SIM_VERSION]
 
 
 # ----------------------------------------------------------------- cost model accuracy

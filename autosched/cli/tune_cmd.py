@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 def register(sub: argparse._SubParsersAction) -> None:
     from ..defaults import DB_DEFAULT, DEFAULT_CONTEXT, DEFAULT_TRIALS, SAMPLERS
-    from ..tune import DEFAULT_COST_MODEL, FUSION_MODES
+    from ..tune import DEFAULT_COST_MODEL, DEFAULT_FUSION, FUSION_MODES
 
     p = sub.add_parser("tune", help="tune every workload of a model and store the schedules")
     p.add_argument("--model", required=True, metavar="NAME|FILE",
@@ -49,7 +49,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--cost-model", default=DEFAULT_COST_MODEL, metavar="KIND|PATH",
                    help="xgb (default: XGBoost starting from the shipped model), xgb-scratch, "
                         "xgb-rank, bound, random, none, pretrained[:NAME] or a saved model")
-    p.add_argument("--fusion", choices=FUSION_MODES, default="none")
+    p.add_argument("--fusion", choices=FUSION_MODES, default=DEFAULT_FUSION,
+                   help=f"auto: search the fusion plan too; none: the unfused graph "
+                        f"(default {DEFAULT_FUSION})")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(run=_run)
 

@@ -8,8 +8,11 @@ pending until the tuner measures or drops it. A constrained sampler
 with its number of violated constraints as the trial constraint ``valid``, so it learns
 where the valid points are; others get ``FAIL``, which samplers ignore.
 
-Points may also be pending without a trial (``extra``: drawn from the enumerated valid
-set); a trial is created for them only when they are picked for measurement.
+Points may also be pending without a trial (``extra``: a neighbourhood move, a random
+valid point, or a candidate lowered in an earlier round); the study learns a measured
+extra as a finished trial (:meth:`CandidatePool.tell_measured`), so it costs the sampler
+no ask. Lowered candidates are kept between rounds (:meth:`CandidatePool.lowered`), so
+a point is lowered and featurised once per search.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ __all__ = ["CandidatePool", "Pending"]
 
 CACHE_LIMIT = 20_000  # lowered candidates kept between rounds (a space's valid points fit)
 ENUM_LIMIT = 200_000  # spaces up to this size are enumerated for random unmeasured points
+_VALID: dict[str, dict[str, dict]] = {}  # valid points by key, per space digest (read-only)
 
 
 @dataclass
@@ -56,6 +60,7 @@ class CandidatePool:
         self.pending: dict[str, Pending] = {}
         self.invalid: dict[str, int] = {}  # key -> number of violated constraints
         self._built: dict[str, Candidate | None] = {}
+        self._points: dict[str, dict] = {}  # lowered valid points by key
         self._valid: dict[str, dict] | None = None
 
     def key(self, point: dict) -> str:
@@ -73,8 +78,43 @@ class CandidatePool:
                 cand = None
             if len(self._built) >= CACHE_LIMIT:
                 self._built.clear()
+                self._points.clear()
             self._built[key] = cand
+            if cand is not None:
+                self._points[key] = point
         return self._built[key]
+
+    def lowered(self, measured: Collection[str]) -> list[dict]:
+        """Points lowered (and valid) in earlier rounds, neither measured nor pending."""
+        return [p for k, p in self._points.items() if k not in measured and k not in self.pending]
+
+    def store(self, key: str) -> Candidate | None:
+        """The lowered candidate of a pending or earlier lowered point (None if unknown or
+        invalid)."""
+        if key in self.pending and self.pending[key].candidate is not None:
+            return self.pending[key].candidate
+        return self._built.get(key)
+
+    def lowered_keys(self) -> set[str]:
+        """Keys of every point lowered so far, valid or not."""
+        return set(self._built)
+
+    @property
+    def n_lowered(self) -> int:
+        """Points lowered so far (valid or not): the search's own lowering work."""
+        return len(self._built)
+
+    def valid_points(self) -> dict[str, dict] | None:
+        """Every valid point by key for spaces of at most ``ENUM_LIMIT`` points (enumerated
+        once), else None."""
+        if self._valid is None and self.space.size() <= ENUM_LIMIT:
+            d = self.space.digest
+            if d not in _VALID:
+                if len(_VALID) >= 64:
+                    _VALID.clear()
+                _VALID[d] = {self.key(p): p for p in self.space.enumerate()}
+            self._valid = _VALID[d]
+        return self._valid
 
     def unmeasured(self, rng: np.random.Generator, n: int, measured: Collection[str]
                    ) -> list[dict]:
@@ -86,8 +126,7 @@ class CandidatePool:
         """
         if n < 1:
             return []
-        if self._valid is None and self.space.size() <= ENUM_LIMIT:
-            self._valid = {self.key(p): p for p in self.space.enumerate()}
+        self.valid_points()
         taken = set(measured) | self.pending.keys() | self.invalid.keys()
         if self._valid is None:
             try:
@@ -115,6 +154,8 @@ class CandidatePool:
         """(valid, candidate); remembers invalid keys with their violation count."""
         if key in self.invalid:
             return False, None
+        if key in self._built:  # lowered before: validated then
+            return self._built[key] is not None, self._built[key]
         if reasons := self.space.validate(point):
             self.invalid[key] = len(reasons)
             return False, None
@@ -124,6 +165,11 @@ class CandidatePool:
         if cand is None:
             self.invalid[key] = 1
         return cand is not None, cand
+
+    def prepare(self, point: dict) -> bool:
+        """Validate and lower ``point`` into the pool's store without making it pending
+        (cached); False if it is invalid."""
+        return self._check(self.key(point), point, True)[0]
 
     def consider(self, trial: optuna.trial.Trial, point: dict, taken: set[str] | dict,
                  *, build_it: bool) -> None:
@@ -154,16 +200,13 @@ class CandidatePool:
             self.pending[key] = Pending(point, [], cand)
         return ok
 
-    def ensure_trial(self, key: str) -> list[optuna.trial.Trial]:
-        """Give a pending point a trial if it has none (an extra: enqueued, then asked);
-        returns its trials."""
-        entry = self.pending[key]
-        if not entry.trials:
-            self.study.enqueue_trial(entry.point)
-            trial = self.study.ask()
-            self.space.suggest(trial)
-            entry.trials.append(trial)
-        return entry.trials
+    def tell_measured(self, point: dict, values: list[float] | None, error: str = "") -> None:
+        """Add a measured point that has no trial to the study as a finished trial
+        (``values`` None: a failed measurement), without asking the sampler."""
+        self.study.add_trial(optuna.trial.create_trial(
+            params=point, distributions=self.space.distributions(point), values=values,
+            state=TrialState.COMPLETE if values is not None else TrialState.FAIL,
+            user_attrs={"error": error} if values is None else {}))
 
     def drop(self, keys: list[str]) -> None:
         """Remove pending points that will not be measured, telling their trials why."""

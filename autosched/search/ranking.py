@@ -13,8 +13,10 @@ __all__ = ["select"]
 
 def select(keys: Sequence[str], candidates: Sequence[Candidate | None],
            model: CostModel | None, n_measure: int, n_explore: int, *,
-           first: Sequence[str] = (), rng: np.random.Generator) -> list[str]:
-    """Up to ``n_measure`` of ``keys``: ``first`` (those present), then the rest.
+           first: Sequence[str] = (), rng: np.random.Generator
+           ) -> tuple[list[str], dict[str, float]]:
+    """Up to ``n_measure`` of ``keys``: ``first`` (those present), then the rest; with the
+    model's score of every key it ranked.
 
     Without a model the rest keep their order (the sampler's). With one, the rest are
     ranked by predicted latency (stable for ties): the top ``n_measure - len(first) -
@@ -25,12 +27,15 @@ def select(keys: Sequence[str], candidates: Sequence[Candidate | None],
     head = [k for k in first if k in keys]
     rest = [i for i, k in enumerate(keys) if k not in head]
     room = max(n_measure - len(head), 0)
-    if model is None or len(rest) <= room:
-        return head + [keys[i] for i in rest[:room]]
+    if model is None or not rest:
+        return head + [keys[i] for i in rest[:room]], {}
     scores = np.asarray(model.predict([candidates[i] for i in rest]), dtype=float)
+    by_key = {keys[i]: float(v) for i, v in zip(rest, scores, strict=True)}
+    if len(rest) <= room:
+        return head + [keys[i] for i in rest], by_key
     ranked = [keys[rest[i]] for i in np.argsort(scores, kind="stable")]
     n_top = max(room - n_explore, 0)
     top, others = ranked[:n_top], ranked[n_top:]
     n_rand = min(room - n_top, len(others))
     explore = [others[i] for i in sorted(rng.choice(len(others), n_rand, replace=False))]
-    return head + top + explore
+    return head + top + explore, by_key

@@ -38,6 +38,7 @@ class TrainingSet:
 
     candidates: list[Candidate] = field(default_factory=list)
     latencies_ns: list[float] = field(default_factory=list)
+    fits: int = 0  # refits so far: predictions change only when this does
 
     def add(self, candidate: Candidate, latency_ns: float) -> None:
         self.candidates.append(candidate)
@@ -77,6 +78,7 @@ class TrainingSet:
         """Fit ``model`` on everything collected so far (no-op while empty)."""
         if self.candidates:
             model.fit(self.candidates, self.latencies_ns)
+            self.fits += 1
 
     def __len__(self) -> int:
         return len(self.candidates)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from optuna.samplers import BaseSampler
 
@@ -43,6 +43,7 @@ def tune_tasks(tasks: Sequence, hw: Hardware, *, db: Database | str, trials: int
                progress: Callable[[Progress], None] | None = None,
                multi_objective: bool = False, runner: Runner | str | None = None,
                storage: str | None = None, warmup: int = 4, batch: int = 8,
+               plans: Sequence[Mapping[str, int]] | None = None,
                gate: Gate | None = None) -> list[TaskResult]:
     """Tune ``tasks`` on ``hw``; ``trials`` is this run's budget of *new* measurements.
 
@@ -55,6 +56,9 @@ def tune_tasks(tasks: Sequence, hw: Hardware, *, db: Database | str, trials: int
     space is exhausted. Same seed and same database state give the same measurements.
     ``runner`` overrides the local pool of ``workers`` processes (the caller closes it);
     a string (``local``, ``dask://host:port``) names one this call opens and closes.
+    ``plans`` (alternative graphs of one step, e.g. fusion plans) lists per plan the
+    workload keys its graph runs with their counts; the scheduler then tunes only the
+    tasks of the plans still in contention (:class:`TaskScheduler`).
     ``gate`` shares the work with other processes (:func:`autosched.search.shared.share`).
     """
     if not isinstance(trials, int) or trials < 0:
@@ -73,7 +77,13 @@ def tune_tasks(tasks: Sequence, hw: Hardware, *, db: Database | str, trials: int
                             seed=seed + i, cost_model=cost_model, training=training,
                             multi_objective=multi_objective, storage=storage)
                   for i, (w, n) in enumerate(merged)]
-        scheduler = TaskScheduler(tuners, run, seed=seed, warmup=warmup, batch=batch, gate=gate)
+        index = {w.key: i for i, (w, _) in enumerate(merged)}
+        if plans is not None and any(k not in index for p in plans for k in p):
+            raise SearchError("a plan names a workload that is not one of the tasks")
+        scheduler = TaskScheduler(tuners, run, seed=seed, warmup=warmup, batch=batch,
+                                  plans=None if plans is None else
+                                  [{index[k]: n for k, n in p.items()} for p in plans],
+                                  gate=gate)
         return scheduler.run(trials, progress)
     finally:
         if own:

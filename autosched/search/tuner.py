@@ -32,17 +32,25 @@ from sim.hardware import Hardware
 from ..codegen.registry import lowering_for
 from ..database import Database, open_database
 from ..measure import MeasureInput, Runner
+from .moves import around
 from .pool import CandidatePool
 from .ranking import select
 from .study import SearchError, make_sampler, make_study
+from .surrogate import SpaceSurrogate
 from .training import TrainingSet
 
 __all__ = ["TaskTuner"]
 
-ASK_FACTOR = 4  # sampler asks per measurement slot (an ask costs O(trials): keep it small)
+ASK_FACTOR = 4  # sampler asks per measurement slot without a model (an ask costs O(trials))
 MAX_ASKS = 256  # upper bound on asks per round
-WANT_FACTOR = 16  # valid proposals wanted per measurement slot when a cost model ranks them
-EXTRA_FACTOR = 16  # random unmeasured valid points per slot joining the ranked proposals
+RANKED_ASKS = 2  # sampler asks per round beside the model's own moves when a model ranks
+RANDOM_FIRST = 6  # random unmeasured points per slot in a round with nothing measured yet
+N_SECOND, N_TWO = 4, 8  # moves from the 2nd and 3rd best points; two-change moves per round
+SURROGATE_FACTOR = 2  # points per slot lowered because the space surrogate likes them
+OUTLOOK_PICKS = 8  # the surrogate's favourites an outlook lowers beside the moves
+OUTLOOK_RANDOM = 8  # random valid points an outlook lowers, so its surrogate sees the space
+PRIOR_NOISE = 0.05  # the model's log2 error assumed before it has predicted any measurement
+NOISE_FLOOR = 0.01  # never trust a predicted gain below 0.7 %
 
 
 class TaskTuner:
@@ -75,6 +83,10 @@ class TaskTuner:
         self.pool = CandidatePool(self.study, workload, self.space, hw,
                                   n_objectives=2 if multi_objective else 1)
         self.exhausted = False
+        self._predicted: dict[str, float] = {}  # score of each proposed point, by key
+        self.errors: list[float] = []  # model log2 error on each measured ranked point
+        self._outlook: tuple[tuple, tuple[float, float] | None] | None = None
+        self._surrogate: SpaceSurrogate | None = None
         self._resume()
         self.default = Schedule.of(self.space, self.lowering.default(workload, hw))
         self._first = [self.default.key] if start_from_default else []
@@ -131,11 +143,7 @@ class TaskTuner:
             if self.space.validate(point, constraints=False):
                 continue  # recorded under this space but no longer expressible: keep as measured
             if m.schedule.key not in known:
-                self.study.add_trial(optuna.trial.create_trial(
-                    params=point, distributions=self.space.distributions(point),
-                    values=self._values(m) if m.ok else None,
-                    state=TrialState.COMPLETE if m.ok else TrialState.FAIL,
-                    user_attrs={} if m.ok else {"error": m.error}))
+                self.pool.tell_measured(point, self._values(m) if m.ok else None, m.error)
             if self.cost_model is not None and (cand := self.pool.candidate(point)) is not None:
                 self.training.add(cand, m.latency_ns)
 
@@ -144,11 +152,16 @@ class TaskTuner:
         """Up to ``n_measure`` distinct unmeasured valid schedules to measure next.
 
         Without a cost model: the first valid ones the sampler asks (topped up with random
-        valid points when it keeps repeating itself). With one: up to ``ASK_FACTOR`` asks
-        per slot are lowered, ``EXTRA_FACTOR`` random unmeasured valid points per slot
-        join them, and the model's top ``n_measure - n_explore`` plus ``n_explore``
-        random others are kept. The enqueued default is always kept. An empty list means
-        the space is exhausted. Call :meth:`record` with the results.
+        valid points when it keeps repeating itself). With one, the model ranks a pool
+        lowered once per point and kept between rounds: ``RANKED_ASKS`` sampler asks, the
+        neighbourhood moves around the three best measured points (:mod:`.moves`), random
+        unmeasured valid points (``RANDOM_FIRST`` per slot while nothing is measured, one
+        per slot after), every candidate lowered in earlier rounds, and on enumerable
+        spaces ``SURROGATE_FACTOR`` per slot of the unlowered points a
+        :class:`SpaceSurrogate` of the model's scores likes best; its top
+        ``n_measure - n_explore`` plus ``n_explore`` random others are kept. The enqueued
+        default is always kept. An empty list means the space is exhausted. Call
+        :meth:`record` with the results.
         """
         if n_measure < 1 or n_explore < 0:
             raise SearchError(f"need n_measure >= 1 and n_explore >= 0, got {n_measure}, "
@@ -157,35 +170,129 @@ class TaskTuner:
         if self.exhausted:
             return []
         ranked = self.cost_model is not None
-        want = WANT_FACTOR * n_measure if ranked else n_measure
-        for _ in range(min(ASK_FACTOR * n_measure + 32, MAX_ASKS)):
-            if len(self.pool.pending) >= want:
-                break
-            trial = self.study.ask()
-            self.pool.consider(trial, self.space.suggest(trial), self._by_key, build_it=ranked)
         rng = np.random.default_rng([self.seed, self.measured, 2])
-        extra = EXTRA_FACTOR * n_measure if ranked else n_measure - len(self.pool.pending)
-        for p in self.pool.unmeasured(rng, extra, self._by_key):
-            self.pool.add_extra(p, build_it=ranked)
+        default_due = bool(self._first) and self._first[0] not in self._by_key
+        if ranked and default_due and n_measure == 1:  # a warm-up: the default alone
+            trial = self.study.ask()
+            self.pool.consider(trial, self.space.suggest(trial), self._by_key, build_it=True)
+        if ranked and not self.pool.pending:
+            self._gather(n_measure, rng)
+        else:
+            for _ in range(min(ASK_FACTOR * n_measure + 32, MAX_ASKS)):
+                if len(self.pool.pending) >= n_measure:
+                    break
+                trial = self.study.ask()
+                self.pool.consider(trial, self.space.suggest(trial), self._by_key,
+                                   build_it=False)
+            for p in self.pool.unmeasured(rng, n_measure - len(self.pool.pending),
+                                          self._by_key):
+                self.pool.add_extra(p, build_it=False)
         keys = list(self.pool.pending)
         cands = [self.pool.pending[k].candidate for k in keys]
-        chosen = select(keys, cands, self.cost_model, n_measure, n_explore,
-                        first=self._first,
-                        rng=np.random.default_rng([self.seed, self.measured, 1]))
+        chosen, scores = select(keys, cands, self.cost_model, n_measure, n_explore,
+                                first=self._first,
+                                rng=np.random.default_rng([self.seed, self.measured, 1]))
+        self._predicted.update(scores)
         if not chosen:
             self.exhausted = True  # neither the sampler nor the fallback found a new point
         self.pool.drop([k for k in keys if k not in chosen])
         out = []
         for k in chosen:
-            self.pool.ensure_trial(k)
             entry = self.pool.pending[k]
             program = entry.candidate.program if entry.candidate is not None else None
             out.append(MeasureInput(self.workload, Schedule.of(self.space, entry.point),
                                     self.hw, program))
         return out
 
-    def record(self, measurements: list[Measurement]) -> None:
-        """Commit each measurement, then tell the study, then refit the cost model."""
+    def _gather(self, n_measure: int, rng: np.random.Generator) -> None:
+        """Fill the pool with lowered candidates for the model to rank (see :meth:`propose`)."""
+        default_due = bool(self._first) and self._first[0] not in self._by_key
+        for _ in range(RANKED_ASKS + default_due):
+            trial = self.study.ask()
+            self.pool.consider(trial, self.space.suggest(trial), self._by_key, build_it=True)
+        for p in self._moves(rng):
+            self.pool.add_extra(p, build_it=True)
+        n_random = (RANDOM_FIRST if not self.measurements else 1) * n_measure
+        for p in self.pool.unmeasured(rng, n_random, self._by_key):
+            self.pool.add_extra(p, build_it=True)
+        for p in self.pool.lowered(self._by_key):
+            self.pool.add_extra(p, build_it=True)
+        for p in self._surrogate_picks(SURROGATE_FACTOR * n_measure):
+            self.pool.add_extra(p, build_it=True)
+
+    def _surrogate_picks(self, n: int, keys: list[str] | None = None) -> list[dict]:
+        """The ``n`` unlowered valid points that a :class:`SpaceSurrogate` of the cost
+        model's scores of ``keys`` (lowered points; default: the pending ones) likes best,
+        on enumerable spaces only."""
+        valid = self.pool.valid_points()
+        if valid is None:
+            return []
+        if self._surrogate is None:
+            self._surrogate = SpaceSurrogate(self.space, valid, seed=self.seed)
+        keys = list(self.pool.pending) if keys is None else keys
+        cands = [self.pool.store(k) for k in keys]
+        scores = np.asarray(self.cost_model.predict(cands), dtype=float)
+        if not self._surrogate.fit(keys, scores):
+            return []
+        lowered = self.pool.lowered_keys()
+        skip = set(self._by_key) | set(self.pool.pending) | lowered | set(self.pool.invalid)
+        return [valid[k] for k in self._surrogate.best(n, skip)]
+
+    def _moves(self, rng: np.random.Generator) -> list[dict]:
+        """Neighbourhood moves around the three fastest measured points."""
+        ok = sorted((m for m in self.measurements if m.ok), key=lambda m: m.latency_ns)
+        best = [m.schedule.point for m in ok[:3]
+                if not self.space.validate(m.schedule.point, constraints=False)]
+        return around(self.space, best, rng, n_second=N_SECOND, n_two=N_TWO)
+
+    # ----------------------------------------------------------------- outlook
+    @property
+    def noise(self) -> float:
+        """The model's recent log2 error on this task's measured points (RMS of the last 16
+        predictions made before measuring), at least ``NOISE_FLOOR``; ``PRIOR_NOISE``
+        before two such predictions exist."""
+        if len(self.errors) < 2:
+            return PRIOR_NOISE
+        e = np.asarray(self.errors[-16:])
+        return max(float(np.sqrt(np.mean(e * e))), NOISE_FLOOR)
+
+    def outlook(self) -> tuple[float, float] | None:
+        """(predicted best latency of an unmeasured candidate in ns, model noise in log2),
+        or None without a model that predicts latencies or without any lowered candidate.
+
+        Ranks every candidate lowered so far, the neighbourhood moves around the best
+        points, ``OUTLOOK_RANDOM`` random valid points and, on enumerable spaces, the
+        ``OUTLOOK_PICKS`` points a surrogate of the model's scores likes best (all lowered
+        now, once). The points are gathered again only when the task's own measurements
+        changed; a refit of the model (another task's round) only re-predicts them.
+        """
+        model = self.cost_model
+        if model is None or self.exhausted or model.latency_ns(np.zeros(1)) is None:
+            return None
+        state = (self.measured, self.training.fits)
+        if self._outlook is not None and self._outlook[0] == state:
+            return self._outlook[1]
+        if self._outlook is None or self._outlook[0][0] != self.measured:
+            rng = np.random.default_rng([self.seed, self.measured, 3])
+            for p in self._moves(rng):
+                self.pool.prepare(p)
+            for p in self.pool.unmeasured(rng, OUTLOOK_RANDOM, self._by_key):
+                self.pool.prepare(p)
+            keys = [self.pool.key(p) for p in self.pool.lowered(self._by_key)]
+            for p in self._surrogate_picks(OUTLOOK_PICKS, keys):
+                self.pool.prepare(p)
+        cands = [self.pool.candidate(p) for p in self.pool.lowered(self._by_key)]
+        cands = [c for c in cands if c is not None]
+        out = None
+        if cands:
+            pred = model.latency_ns(np.asarray(model.predict(cands), dtype=float))
+            out = (float(np.min(pred)), self.noise)
+        self._outlook = (state, out)
+        return out
+
+    def record(self, measurements: list[Measurement], *, refit: bool = True) -> None:
+        """Commit each measurement, then tell the study, then (``refit``) refit the cost
+        model; a scheduler recording several tasks at once refits the shared model once."""
         check(len(measurements) == len(self.pool.pending),
               f"record() got {len(measurements)} measurements for {len(self.pool.pending)} "
               "proposed schedules")
@@ -193,15 +300,24 @@ class TaskTuner:
             entry = self.pool.pending.pop(m.schedule.key)
             self.db.commit(m)
             self._note(m)
+            if not entry.trials:  # a move or an extra: the study learns it without an ask
+                self.pool.tell_measured(entry.point, self._values(m) if m.ok else None,
+                                        m.error)
             for t in entry.trials:
                 if m.ok:
                     self.study.tell(t, self._values(m))
                 else:
                     t.set_user_attr("error", m.error)
                     self.study.tell(t, state=TrialState.FAIL)
+            predicted = self._predicted.pop(m.schedule.key, None)
+            if predicted is not None and m.ok and self.cost_model is not None:
+                ns = self.cost_model.latency_ns(np.asarray([predicted]))
+                if ns is not None and ns[0] > 0:
+                    self.errors.append(float(np.log2(ns[0] / m.latency_ns)))
             if entry.candidate is not None:
                 self.training.add(entry.candidate, m.latency_ns)
-        if self.cost_model is not None and measurements:
+        self._predicted.clear()
+        if refit and self.cost_model is not None and measurements:
             self.training.refit(self.cost_model)
 
     def step(self, n_measure: int, n_explore: int = 2) -> list[Measurement]:

@@ -4,14 +4,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from autosched.codegen.registry import LOWERINGS
 from autosched.database import open_database
 from autosched.measure import LocalRunner
 from autosched.search import Progress, SearchError, TaskScheduler, TaskTuner, tune_tasks
+from cost_models.base import CostModel
 from search_spaces import Workload
 from sim.hwio import load_hardware
+from sim.timing import simulate
 
 try:
     from .search_fakes import FakeGemvLowering
@@ -85,3 +88,53 @@ def test_tasks_are_unique_and_zero_budget(tmp_path: Path) -> None:
         tune_tasks([(BIG, 1)], HW, db=tmp_path / "t.db", trials=-1)
     with pytest.raises(SearchError, match=r"a task is \(Workload, count >= 1\)"):
         tune_tasks([(BIG, 0)], HW, db=tmp_path / "t.db", trials=1)
+
+
+class Oracle(CostModel):
+    """Predicts the simulated log2 latency exactly: a model with no noise."""
+
+    name = "oracle"
+
+    def fit(self, candidates, latencies_ns) -> None:
+        pass
+
+    def predict(self, candidates) -> np.ndarray:
+        return np.log2([simulate(c.program, c.hw).latency_ns for c in candidates])
+
+    def latency_ns(self, scores: np.ndarray) -> np.ndarray:
+        return np.exp2(scores)
+
+    def save(self, path) -> None:
+        raise NotImplementedError
+
+    @classmethod
+    def load(cls, path) -> Oracle:
+        raise NotImplementedError
+
+
+def test_plans_out_of_contention_get_nothing_past_their_default(tmp_path: Path) -> None:
+    with LocalRunner(1) as runner:
+        tuners = [TaskTuner(w, 1, HW, db=tmp_path / "t.db", runner=runner, seed=i)
+                  for i, w in enumerate([BIG, SMALL])]
+        # plan 0 runs BIG 20 times, plan 1 SMALL once: plan 0 can never catch up
+        sched = TaskScheduler(tuners, runner, seed=0, warmup=2, batch=4,
+                              plans=[{0: 20}, {1: 1}])
+        sched.run(12)
+    assert sched.contention() == [1] and sched.weights() == [0, 1]
+    assert sched.allocated == [1, 11]
+
+
+def test_gains_drive_the_budget_and_a_settled_search_stops_early(tmp_path: Path) -> None:
+    with LocalRunner(1) as runner:
+        model = Oracle()
+        tuners = [TaskTuner(w, n, HW, db=tmp_path / "t.db", runner=runner, seed=i,
+                            cost_model=model) for i, (w, n) in enumerate([(BIG, 8), (SMALL, 1)])]
+        sched = TaskScheduler(tuners, runner, seed=0, batch=4, epsilon=0.0)
+        results = sched.run(90)
+    assert sum(sched.allocated) < 90  # every task settled before the budget ran out
+    for r, t in zip(results, tuners, strict=True):
+        assert r.predicted_gain_ns == 0.0 and t.noise == pytest.approx(0.01)
+        assert r.search_s > 0 and r.measure_s > 0
+        space_best = min(simulate(t.pool.candidate(p).program, HW).latency_ns
+                         for p in t.space.enumerate() if t.pool.candidate(p) is not None)
+        assert r.best.latency_ns == pytest.approx(space_best)

@@ -125,12 +125,13 @@ def test_select_orders_first_top_then_explore() -> None:
     keys = [f"k{i}" for i in range(10)]
     scores = [9, 8, 7, 6, 5, 4, 3, 2, 1, 0]  # k9 predicted fastest
     rng = np.random.default_rng(0)
-    assert select(keys, scores, None, 3, 1, first=["k5"], rng=rng) == ["k5", "k0", "k1"]
-    assert select(keys, scores, ByIndex(), 4, 0, first=["k5", "absent"], rng=rng) == \
-        ["k5", "k9", "k8", "k7"]
-    out = select(keys, scores, ByIndex(), 5, 2, first=[], rng=np.random.default_rng(1))
+    assert select(keys, scores, None, 3, 1, first=["k5"], rng=rng) == (["k5", "k0", "k1"], {})
+    chosen, ranked = select(keys, scores, ByIndex(), 4, 0, first=["k5", "absent"], rng=rng)
+    assert chosen == ["k5", "k9", "k8", "k7"]
+    assert ranked == {k: float(v) for k, v in zip(keys, scores, strict=True) if k != "k5"}
+    out, _ = select(keys, scores, ByIndex(), 5, 2, first=[], rng=np.random.default_rng(1))
     assert out[:3] == ["k9", "k8", "k7"] and len(set(out)) == 5
     assert set(out[3:]) <= set(keys[:7])
-    assert out == select(keys, scores, ByIndex(), 5, 2, first=[], rng=np.random.default_rng(1))
-    assert select(keys[:2], scores[:2], ByIndex(), 5, 2, rng=rng) == ["k0", "k1"]
-    assert select([], [], ByIndex(), 3, 1, rng=rng) == []
+    assert out == select(keys, scores, ByIndex(), 5, 2, first=[], rng=np.random.default_rng(1))[0]
+    assert select(keys[:2], scores[:2], ByIndex(), 5, 2, rng=rng)[0] == ["k0", "k1"]
+    assert select([], [], ByIndex(), 3, 1, rng=rng) == ([], {})

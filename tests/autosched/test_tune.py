@@ -59,10 +59,14 @@ class FakeResult:
     best: Measurement
     measurements: int
     history: tuple[float, ...] = ()
+    new: int = 0
+    predicted_gain_ns: float = math.nan
+    search_s: float = 0.0
+    measure_s: float = 0.0
 
 
 def fake_tune_tasks(tasks, hw, *, db, trials, workers, sampler, seed, cost_model=None,
-                    progress=None, runner=None, gate=None, interrupt_after=None):
+                    progress=None, runner=None, gate=None, interrupt_after=None, plans=None):
     """Measure p = 1, 2, ... per task in turn, skipping stored points, until ``trials``."""
     low, spent, out = FakeLowering(), 0, []
     per = {}
@@ -87,7 +91,7 @@ def fake_tune_tasks(tasks, hw, *, db, trials, workers, sampler, seed, cost_model
             if m is not None:
                 ms.append(m)
         best = min(ms, key=lambda m: m.latency_ns) if ms else None
-        out.append(FakeResult(w, t.count, ms[0] if ms else None, best,
+        out.append(FakeResult(w, t.count, ms[0] if ms else None, best, len(ms), (),
                               per.get(w.key, 0)))
     return out
 
@@ -129,7 +133,7 @@ def fakes(monkeypatch):
 def test_report_has_every_field_and_tuned_never_loses(fakes, tmp_path):
     seen = []
     rep = tune(TINY, db=tmp_path / "t.db", trials=1000, workers=1, cost_model="none",
-               progress=lambda p: seen.append(p.used))
+               fusion="none", progress=lambda p: seen.append(p.used))
     d = rep.to_dict()
     for key in ("model", "hardware", "hardware_fingerprint", "phase", "measurements", "wall_s",
                 "tasks", "end_to_end"):
@@ -165,7 +169,7 @@ def test_rerun_resumes_and_reuses_everything(fakes, tmp_path):
 
 def test_prefill_uses_context_as_prompt_capped_at_max_positions(fakes, tmp_path):
     rep = tune(TINY, phase="prefill", context=1000, db=tmp_path / "t.db", trials=0,
-               cost_model="none")
+               cost_model="none", fusion="none")
     assert rep.context == TINY.max_positions
     assert rep.end_to_end.tuned_ns == rep.end_to_end.default_ns
 
@@ -179,7 +183,7 @@ def test_plan_with_best_tuned_latency_is_chosen_and_stored(fakes, tmp_path, monk
     rep = tune(TINY, db=db, trials=0, cost_model="none", fusion="auto")
     assert rep.end_to_end.plan == FULL_FUSION
     assert rep.end_to_end.tuned_ns == pytest.approx(rep.end_to_end.default_ns / 2)
-    assert [p for p, _ in rep.plans] == plans
+    assert [p for p, *_ in rep.plans] == plans
     assert saved and saved[0][0] == "tiny-test:decode:b1" and saved[0][2] == FULL_FUSION
 
 

@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 
 from cost_models import FEATURE_NAMES, Candidate, features, featurize, program_stats
-from cost_models.features import _CACHE as feature_cache
 from search_spaces import Workload
 from search_spaces.gemv import gemv_space
 from sim.bound import bound
@@ -82,9 +81,11 @@ def test_fixed_length_and_deterministic(gemv_data) -> None:
     assert np.all(np.isfinite(x))
     # an equal candidate rebuilt from JSON, computed afresh, gives the same row
     c = cands[0]
-    feature_cache.clear()
     again = Candidate(c.workload, c.space, c.point, c.hw, Program.from_json(c.program.to_json()))
+    assert "_features" not in again.__dict__
     assert np.array_equal(features(again), x[0])
+    assert features(again) is features(again)  # computed once per candidate, read-only
+    assert not features(again).flags.writeable
     assert featurize([]).shape == (0, len(FEATURE_NAMES))
 
 

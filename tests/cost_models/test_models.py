@@ -80,10 +80,15 @@ def test_save_load_round_trip_and_warm_start(held_out, tmp_path: Path) -> None:
     loaded = make_cost_model(path)
     assert isinstance(loaded, XGBRegressionModel)
     assert np.array_equal(loaded.predict(vc), model.predict(vc))
-    # refitting a loaded model adds trees on top of it and leaves the base intact
-    n_base = loaded.base.num_boosted_rounds()
-    loaded.fit(vc[:20], vl[:20])
-    assert loaded.booster.num_boosted_rounds() == n_base + 40
+    # refitting a loaded model adds refit_trees on top of it and leaves the base intact;
+    # later fits add as many again, until max_trees were added: then from the base again
+    n_base, step = loaded.base.num_boosted_rounds(), loaded.params["refit_trees"]
+    loaded.params["max_trees"] = 2 * step
+    grown = []
+    for _ in range(3):
+        loaded.fit(vc[:20], vl[:20])
+        grown.append(loaded.booster.num_boosted_rounds() - n_base)
+    assert grown == [step, 2 * step, step]
     assert loaded.base.num_boosted_rounds() == n_base
 
 
@@ -96,7 +101,8 @@ def test_freeze_makes_a_fitted_model_a_base(held_out) -> None:
     before = model.predict(vc)
     model.freeze()
     model.fit(vc[:10], vl[:10])  # local data adds trees to the transferred ones
-    assert model.booster.num_boosted_rounds() == 60 and model.base.num_boosted_rounds() == 30
+    assert model.booster.num_boosted_rounds() == 30 + model.params["refit_trees"]
+    assert model.base.num_boosted_rounds() == 30
     assert not np.array_equal(model.predict(vc), before)
 
 

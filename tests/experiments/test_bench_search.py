@@ -102,7 +102,7 @@ def test_exhaustive_data_is_complete_and_cached(small) -> None:
 def test_search_replays_the_table_and_never_beats_the_optimum(small, strategy: str,
                                                               tmp_path: Path) -> None:
     d, _, model = small
-    curve, times = search_curve(strategy, d, 8, 0, tmp_path, model)
+    curve, times, _ = search_curve(strategy, d, 8, 0, tmp_path, model)
     assert 1 <= len(curve) == len(times) <= 8 and times[0] > 0
     assert times == sorted(times)
     assert all(b <= a for a, b in zip(curve, curve[1:], strict=False))
@@ -113,7 +113,7 @@ def test_transfer_model_never_sees_the_case_workload(small, tmp_path: Path) -> N
     d, _, _ = small
     assert transfer_model(d.case, [d], tmp_path / "m.ubj") is None  # only the case itself
     assert not (tmp_path / "m.ubj").exists()
-    curve, _ = search_curve("autosched", d, 4, 0, tmp_path, None)  # starts from scratch
+    curve, _, _ = search_curve("autosched", d, 4, 0, tmp_path, None)  # starts from scratch
     assert len(curve) == 4
 
 
