@@ -44,10 +44,11 @@ class Change:
         return self.now / self.before - 1
 
     def describe(self) -> str:
-        what = f"{self.label} {self.metric}" if self.label else self.metric
+        """``latency +6.30% (745.504 -> 792.504)``, or that the figure appeared or vanished."""
+        name = self.metric.removesuffix("_ns").removesuffix("_pj")
         if self.rel is not None:
-            return f"{what} {self.rel:+.2%} ({self.before:.6g} -> {self.now:.6g})"
-        return f"{what} {'appeared' if self.before is None else 'vanished'}"
+            return f"{name} {self.rel:+.2%} ({self.before:.6g} -> {self.now:.6g})"
+        return f"{name} {'appeared' if self.before is None else 'vanished'}"
 
     def to_dict(self) -> dict:
         return {"op": self.op, "label": self.label, "metric": self.metric,
@@ -99,17 +100,25 @@ class Report:
         return [v for v in self.verdicts if v.failed]
 
     def summary(self) -> str:
-        """One line per failing case naming what moved: the operators first."""
+        """Per failing case: its verdict and own figures that moved, then one line per
+        operator that moved with each of its figures."""
         lines = []
         for v in self.failing():
             if v.verdict == "error":
-                what = v.now.error if v.now is not None else ""
-            elif v.verdict in ("new", "gone"):
+                lines.append(f"{v.case}: error: {v.now.error if v.now is not None else ''}")
+                continue
+            if v.verdict in ("new", "gone"):
                 what = "no baseline figures" if v.verdict == "new" else "not measured"
-            else:
-                moved = v.moved_ops or [c for c in v.changes if c.verdict != "expected"]
-                what = "; ".join(c.describe() for c in moved)
-            lines.append(f"{v.case}: {v.verdict}: {what}")
+                lines.append(f"{v.case}: {v.verdict}: {what}")
+                continue
+            live = [c for c in v.changes if c.verdict != "expected"]
+            own = ", ".join(c.describe() for c in live if c.op is None)
+            lines.append(f"{v.case}: {v.verdict}" + (f": {own}" if own else ""))
+            by_op: dict[str, list[Change]] = {}
+            for c in v.moved_ops:
+                by_op.setdefault(c.label, []).append(c)
+            lines += [f"  {label}: " + ", ".join(c.describe() for c in cs)
+                      for label, cs in by_op.items()]
         return "\n".join(lines)
 
     def to_dict(self) -> dict:

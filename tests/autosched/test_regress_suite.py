@@ -65,7 +65,7 @@ def test_an_extra_row_activation_per_tile_fails_naming_the_operator(
     capsys.readouterr()
     assert main([*QUICK, "--no-history", "--cases", "llama-tiny/hbm-pim/decode-*/default"]) == 1
     err = capsys.readouterr().err
-    assert "regressed" in err and "q_proj/o_proj gemv:m=1,n=256,k=256:fp16 latency_ns +" in err
+    assert "regressed" in err and "q_proj/o_proj gemv:m=1,n=256,k=256:fp16: latency +" in err
     assert "attn attention" not in err and "rmsnorm" not in err
 
 
