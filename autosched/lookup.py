@@ -13,7 +13,7 @@ from autosched.measure.record import Measurement
 from search_spaces import Schedule, Workload
 from sim.hardware import Hardware
 
-from .codegen.lowering import lowering_for
+from .codegen.registry import lowering_for
 from .database import Database
 
 __all__ = ["LookupResult", "lookup", "shape_distance"]

@@ -9,7 +9,6 @@ interrupted run loses nothing and a rerun on the same database resumes.
 
 from __future__ import annotations
 
-import importlib.util
 import math
 import os
 import time
@@ -22,23 +21,18 @@ from sim.errors import AutoschedError
 from sim.hardware import Hardware
 from sim.hwio import load_hardware
 
-from .codegen.lowering import lowering_for
+from .codegen.registry import lowering_for
 from .database import Database, open_database
 from .defaults import DB_DEFAULT, DEFAULT_CONTEXT, DEFAULT_TRIALS, SAMPLERS
 from .report import EndToEnd, TaskReport, TuneReport
 
 if TYPE_CHECKING:  # the frontend loads torch: imported on use, so the CLI starts fast
-    from .frontend import ModelConfig, OpGraph, Task
+    from .frontend import ModelConfig, Task
 
-__all__ = ["FUSION_MODES", "default_cost_model",
-           "fusion_plans", "merge_tasks", "tune"]
+__all__ = ["DEFAULT_COST_MODEL", "FUSION_MODES", "fusion_plans", "tune"]
 
 FUSION_MODES = ("auto", "none")
-
-
-def default_cost_model() -> str:
-    """``"xgb"`` when the repository ships the cost-model registry, else ``"none"``."""
-    return "xgb" if importlib.util.find_spec("cost_models.registry") else "none"
+DEFAULT_COST_MODEL = "xgb"  # XGBoost regression starting from the shipped trees
 
 
 def fusion_plans(fusion: str | dict | None) -> list[dict | None]:
@@ -54,30 +48,13 @@ def fusion_plans(fusion: str | dict | None) -> list[dict | None]:
     return [dict(p) for p in fusion_space().enumerate()]
 
 
-def merge_tasks(graphs: list[OpGraph]) -> list[Task]:
-    """Unique workloads over several graphs; a workload's count is its largest per graph."""
-    from .frontend import Task, tasks
-
-    merged: dict[str, Task] = {}
-    for g in graphs:
-        for t in tasks(g):
-            cur = merged.get(t.key)
-            if cur is None or t.count > cur.count:
-                roles = cur.roles if cur else ()
-                merged[t.key] = Task(t.workload, t.count,
-                                     roles + tuple(r for r in t.roles if r not in roles))
-    return list(merged.values())
-
-
-def _resolve_cost_model(kind: str | object | None, seed: int) -> tuple[object | None, str]:
-    """(model instance or None, its name) for ``"xgb"``, ``"none"``/None or an instance."""
+def _cost_model(kind: str | object | None, seed: int) -> tuple[object | None, str]:
+    """(model instance or None, its name) for a registry kind or path, ``"none"``/None, or
+    an instance."""
     if kind is None or kind == "none":
         return None, "none"
     if not isinstance(kind, str):
         return kind, getattr(kind, "name", type(kind).__name__)
-    if importlib.util.find_spec("cost_models.registry") is None:
-        raise AutoschedError(f"cost model {kind!r} is not available in this installation; "
-                             "use --cost-model none")
     from cost_models.registry import make_cost_model
 
     return make_cost_model(kind, seed=seed), kind
@@ -97,19 +74,21 @@ def tune(model: str | Path | ModelConfig, *, hw: str | Path | Hardware = "hbm-pi
          phase: str = "decode", batch: int = 1, context: int | None = None,
          trials: int = DEFAULT_TRIALS, workers: int | None = None,
          db: str | Path | Database = DB_DEFAULT, seed: int = 0, sampler: str = "tpe",
-         cost_model: str | object | None = None, fusion: str | dict | None = "none",
+         cost_model: str | object | None = DEFAULT_COST_MODEL, fusion: str | dict | None = "none",
          progress: Callable | None = None) -> TuneReport:
     """Tune every workload of one inference step of ``model`` on ``hw`` and report.
 
     ``context`` is the KV length for decode and the prompt length for prefill (default
-    :data:`DEFAULT_CONTEXT`, capped at the model's max_positions). ``trials`` is the number
-    of new measurements this run may spend over all tasks; ``workers`` defaults to all
-    cores; ``cost_model`` None means :func:`default_cost_model`. With ``fusion="auto"``
-    the tasks of every fusion plan share the budget and the plan with the best tuned
-    end-to-end latency is reported (and stored when the database can hold plans).
+    :data:`~autosched.defaults.DEFAULT_CONTEXT`, capped at the model's max_positions).
+    ``trials`` is the number of new measurements this run may spend over all tasks;
+    ``workers`` defaults to all cores; ``cost_model`` is a registry kind, a saved model's
+    path, an instance, or None/"none". With ``fusion="auto"`` the tasks of every fusion
+    plan share the budget and the plan with the best tuned end-to-end latency is reported
+    and stored. Each input (hardware, model, database, cost model) is resolved once here
+    and passed on as an object.
     """
-    from .compiler import model_graph, plain_memory_ns, simulate_model
-    from .frontend import get_model_config
+    from .compiler import plain_memory_ns, simulate_model
+    from .frontend import get_model_config, model_graph, tasks
     from .search import tune_tasks
 
     start = time.perf_counter()
@@ -117,34 +96,34 @@ def tune(model: str | Path | ModelConfig, *, hw: str | Path | Hardware = "hbm-pi
         raise AutoschedError(f"sampler {sampler!r} is not one of {', '.join(SAMPLERS)}")
     if not isinstance(trials, int) or trials < 0:
         raise AutoschedError(f"trials must be a non-negative integer, got {trials!r}")
-    hardware = hw if isinstance(hw, Hardware) else load_hardware(hw)
+
+    # inputs, resolved once
+    hardware = load_hardware(hw)
     cfg = get_model_config(model)
-    length = min(context or DEFAULT_CONTEXT, cfg.max_positions)
     database = open_database(db)
-    cm, cm_name = _resolve_cost_model(default_cost_model() if cost_model is None else cost_model,
-                                      seed)
+    cm, cm_name = _cost_model(cost_model, seed)
+    length = min(context or DEFAULT_CONTEXT, cfg.max_positions)
     step = dict(phase=phase, batch=batch, context=length)
 
-    # graph and fusion plan: one step captured, rewritten by every candidate plan
-    # (model_graph is the compiler's own capture, so tuned workloads are the ones it looks up)
+    # graph: one step captured, rewritten by every candidate fusion plan
     plans = fusion_plans(fusion)
     graphs = [model_graph(cfg, fusion=p, **step)[1] for p in plans]
 
-    # tasks: unique workloads over every plan, with occurrence counts
-    task_list = merge_tasks(graphs)
+    # tasks: the unique workloads over every plan, with occurrence counts
+    task_list = tasks(*graphs)
     reused = _reused(database, [t.workload for t in task_list], hardware)
     before = len(database)
 
     # space, ask, predict, measure, tell and commit: one shared budget over all tasks
-    results = tune_tasks([(t.workload, t.count) for t in task_list], hardware, db=database,
-                         trials=trials, workers=workers or os.cpu_count() or 1, sampler=sampler,
-                         seed=seed, cost_model=cm, progress=progress)
+    results = tune_tasks(task_list, hardware, db=database, trials=trials,
+                         workers=workers or os.cpu_count() or 1, sampler=sampler, seed=seed,
+                         cost_model=cm, progress=progress)
     measured = len(database) - before
 
     # codegen: whole-step figures, default schedules unfused vs tuned schedules per plan
     default = simulate_model(cfg, hardware, db=None, fusion={}, baseline=False, **step)
-    tuned = [simulate_model(cfg, hardware, db=database, fusion=p or {}, baseline=False, **step)
-             for p in plans]
+    tuned = [simulate_model(cfg, hardware, db=database, fusion=p or {}, baseline=False,
+                            graph=g, **step) for p, g in zip(plans, graphs, strict=True)]
     best_i = min(range(len(plans)), key=lambda i: tuned[i].latency_ns)
     best_plan, fig = plans[best_i], tuned[best_i]
     base_ns = plain_memory_ns(cfg, hardware, **step)

@@ -14,7 +14,7 @@ import zlib
 
 import numpy as np
 
-from search_spaces import FAMILIES, Workload
+from search_spaces import Workload
 from sim.bound import bound
 from sim.hardware import Hardware
 
@@ -51,8 +51,12 @@ _HW = (
     "pim_clock_ghz", "lanes", "registers", "log_gb_bytes_hw", "banks_per_unit", "adder_tree",
     "host_overhead_ns",
 )
+# The families of FEATURE_VERSION 1, in the shipped trees' order; a family added since has
+# all-zero family slots until the features are versioned and the model retrained.
+FEATURE_FAMILIES = ("gemv", "gemm", "attention", "rmsnorm", "rope", "elementwise",
+                    "embedding", "argmax")
 FEATURE_NAMES: tuple[str, ...] = (
-    *_PHYSICS, *_BOUND, *_HW, *(f"family={f}" for f in FAMILIES),
+    *_PHYSICS, *_BOUND, *_HW, *(f"family={f}" for f in FEATURE_FAMILIES),
     *(f"space_h{i}" for i in range(SPACE_SLOTS)),
 )
 
@@ -135,7 +139,7 @@ def features(c: Candidate) -> np.ndarray:
     hit = _CACHE.get(key)
     if hit is not None:
         return hit
-    fam = np.asarray([1.0 if c.workload.op == f else 0.0 for f in FAMILIES])
+    fam = np.asarray([1.0 if c.workload.op == f else 0.0 for f in FEATURE_FAMILIES])
     vec = np.concatenate([_program_part(c), fam, _space_part(c)])
     if len(_CACHE) >= _CACHE_MAX:
         _CACHE.clear()

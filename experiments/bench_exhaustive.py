@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 from autosched.codegen import families  # noqa: F401  (register the built-in lowerings)
-from autosched.codegen.lowering import lowering_for
+from autosched.codegen.registry import lowering_for
 from autosched.database import open_database
 from autosched.frontend import capture, tasks
 from autosched.measure import LocalRunner, MeasureInput, Runner

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from autosched.codegen.lowering import build, lowering_for
+from autosched.codegen.registry import build, lowering_for
 from autosched.database import open_database
 from autosched.measure import MeasureInput, measure_one
 from autosched.measure.record import Measurement

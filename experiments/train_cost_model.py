@@ -6,8 +6,7 @@ variants of them with other channel counts, timings and clocks) sample points of
 family's real space (``autosched.codegen``), lower and simulate them in 2 worker
 processes; featurize in the workers. Then report ranking metrics on held-out workloads and
 on held-out hardware, train on everything and save the model with a metadata sidecar.
-Families without a lowering yet are skipped; gemv/gemm fall back to the GemvOpts space of
-``cost_models.testing`` if their lowering fails to import. Re-run: ::
+Re-run: ::
 
     python -m experiments.train_cost_model [--per-task 40] [--name default] [--quick]
 """
@@ -67,21 +66,13 @@ def workloads(quick: bool) -> list[Workload]:
 
 
 def _sample(w: Workload, hw, n: int, rng: np.random.Generator):
-    """(space, [(point, program)]) from the family's lowering, or the GemvOpts fallback."""
-    try:
-        from autosched.codegen import lowering_for
+    """(space, [(point, program)]) of ``n`` points sampled from the family's space."""
+    from autosched.codegen import lowering_for
 
-        low = lowering_for(w)
-        space = low.space(w, hw)
-        points = space.sample(rng, n)
-        return space, [(p, low.lower(w, p, hw).program) for p in points]
-    except ImportError:
-        if w.op not in ("gemv", "gemm"):
-            raise
-        from cost_models.testing import gemv_candidates
-
-        cands = gemv_candidates(w, hw, n, rng)
-        return cands[0].space, [(c.point_dict, c.program) for c in cands]
+    low = lowering_for(w)
+    space = low.space(w, hw)
+    points = space.sample(rng, n)
+    return space, [(p, low.lower(w, p, hw).program) for p in points]
 
 
 def job(args: tuple[dict, str, dict, int, int]) -> tuple[str, str, str, np.ndarray, np.ndarray]:

@@ -7,7 +7,7 @@ validates points, enumerates, samples, drives Optuna and encodes features. A
 :class:`Schedule` is one point as a frozen, hashable, JSON value.
 """
 
-from search_spaces.constraints import Constraint
+from search_spaces.constraints import Constraint, Rule
 from search_spaces.domains import Categorical, Divisors, Domain, IntRange, PowersOfTwo, Value
 from search_spaces.errors import ScheduleError, SpaceError
 from search_spaces.expr import Const, Expr, Var, cdiv
@@ -18,6 +18,6 @@ from search_spaces.workload import FAMILIES, Workload
 
 __all__ = [
     "FAMILIES", "Categorical", "Cond", "Const", "Constraint", "Divisors", "Domain", "Expr",
-    "IntRange", "Param", "PowersOfTwo", "Schedule", "ScheduleError", "Space", "SpaceError",
+    "IntRange", "Param", "PowersOfTwo", "Rule", "Schedule", "ScheduleError", "Space", "SpaceError",
     "Value", "Var", "Workload", "cdiv",
 ]

@@ -1,4 +1,5 @@
-"""Constraints: a comparison between two integer expressions over a space's parameters.
+"""Constraints: a comparison between two integer expressions over a space's parameters,
+or a :class:`Rule` that a family's geometry states once as a function.
 
 A constraint is data (so it takes part in the space's digest) and explains itself: its
 ``message`` is a template filled with the values that broke it, e.g. ::
@@ -16,14 +17,15 @@ from __future__ import annotations
 
 import operator
 import string
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from search_spaces.errors import SpaceError
 from search_spaces.expr import Const, Expr, lift
 from search_spaces.params import Cond, check_name, is_met
 
-__all__ = ["Constraint"]
+__all__ = ["Constraint", "Rule"]
 
 _OPS = {"<=": operator.le, "<": operator.lt, ">=": operator.ge, ">": operator.gt,
         "==": operator.eq, "!=": operator.ne}
@@ -88,4 +90,45 @@ class Constraint:
     def to_dict(self) -> dict:
         return {"name": self.name, "lhs": str(self.lhs), "op": self.op, "rhs": str(self.rhs),
                 "message": self.message,
+                "when": None if self.when is None else self.when.to_dict()}
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A validity rule whose one statement is a function of the family's geometry.
+
+    ``check(values)`` receives the values of the parameters in ``reads`` and returns why
+    they cannot be laid out, or None. The family's code generator runs the same function,
+    so the space and the lowering accept the same points by construction. ``key`` names
+    the rule and everything it was built for (hardware, shape): equality, hashing and the
+    space's digest use it, never the function object. A rule applies, like a
+    :class:`Constraint`, when ``when`` holds and every parameter it reads is active.
+    """
+
+    name: str
+    reads: tuple[str, ...]
+    check: Callable[[dict[str, Any]], str | None] = field(compare=False, repr=False)
+    key: tuple = ()
+    when: Cond | None = None
+
+    def __post_init__(self) -> None:
+        check_name(self.name, "rule")
+        object.__setattr__(self, "reads", tuple(self.reads))
+        for r in self.reads:
+            check_name(r, f"rule {self.name!r} parameter")
+        if self.when is not None and not isinstance(self.when, Cond):
+            raise SpaceError(f"rule {self.name!r}: when must be a Cond, got {self.when!r}")
+
+    def vars(self) -> frozenset[str]:
+        return frozenset(self.reads)
+
+    def applies(self, point: dict[str, Any], on: set[str] | frozenset[str]) -> bool:
+        return self.vars() <= on and is_met(self.when, point, on)
+
+    def violation(self, point: dict[str, Any]) -> str | None:
+        why = self.check({v: point[v] for v in self.reads})
+        return None if why is None else f"{self.name}: {why}"
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "reads": list(self.reads), "key": [str(x) for x in self.key],
                 "when": None if self.when is None else self.when.to_dict()}

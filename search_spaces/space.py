@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from search_spaces import encoding, walk
-from search_spaces.constraints import Constraint
+from search_spaces.constraints import Constraint, Rule
 from search_spaces.domains import Categorical, Domain, norm
 from search_spaces.errors import ScheduleError, SpaceError
 from search_spaces.params import Cond, Param, check_name, is_met
@@ -46,7 +46,7 @@ class Space:
     name: str
     version: int
     params: tuple[Param, ...]
-    constraints: tuple[Constraint, ...] = ()
+    constraints: tuple[Constraint | Rule, ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "params", tuple(self.params))
@@ -68,6 +68,8 @@ class Space:
         for c in self.constraints:
             for v in sorted(c.vars()):
                 d = seen[v].domain if v in seen else None
+                if d is not None and isinstance(c, Rule):
+                    continue  # a rule's function reads any parameter, strings included
                 if d is None or (isinstance(d, Categorical) and str in map(type, d.values())):
                     raise SpaceError(f"space {self.name}: constraint {c.name!r} reads {v!r}, "
                                      "which is not a numeric parameter of the space")

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from search_spaces.constraints import Constraint
+from search_spaces.constraints import Constraint, Rule
 from search_spaces.params import is_met
 
 if TYPE_CHECKING:
@@ -46,10 +46,10 @@ def count(space: Space) -> int:
     return rec(0, {}, set())
 
 
-def _stages(space: Space) -> list[list[Constraint]]:
+def _stages(space: Space) -> list[list[Constraint | Rule]]:
     """Constraints grouped by the position of the last parameter they depend on."""
     pos = {p.name: i for i, p in enumerate(space.params)}
-    stages: list[list[Constraint]] = [[] for _ in range(len(space.params) + 1)]
+    stages: list[list[Constraint | Rule]] = [[] for _ in range(len(space.params) + 1)]
     for c in space.constraints:
         deps = set(c.vars()) | ({c.when.param} if c.when is not None else set())
         stages[max((pos[d] + 1 for d in deps), default=0)].append(c)

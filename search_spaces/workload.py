@@ -8,6 +8,7 @@ Families and their dimensions (all positive ints):
 ``attention``  b (batch), q (query tokens), h (query heads), kvh (KV heads),
                d (head dim), l (context length incl. the new tokens)
 ``rmsnorm``    m, n
+``layernorm``  m, n (weight and bias)
 ``rope``       m, h (heads rotated), d
 ``elementwise`` m, n; attr ``fn``: add | mul | silu | silu_mul
 ``embedding``  m, n (hidden), v (vocab)
@@ -28,6 +29,7 @@ FAMILIES: dict[str, tuple[str, ...]] = {
     "gemm": ("m", "n", "k"),
     "attention": ("b", "q", "h", "kvh", "d", "l"),
     "rmsnorm": ("m", "n"),
+    "layernorm": ("m", "n"),
     "rope": ("m", "h", "d"),
     "elementwise": ("m", "n"),
     "embedding": ("m", "n", "v"),

@@ -34,6 +34,13 @@ def _rmsnorm(op: HostOp, x: Arr, w: Arr) -> Arr:
     return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps) * w
 
 
+def _layernorm(op: HostOp, x: Arr, w: Arr, b: Arr) -> Arr:
+    eps = float(op.attr("eps", 1e-5))
+    mu = np.mean(x, axis=-1, keepdims=True)
+    var = np.mean((x - mu) ** 2, axis=-1, keepdims=True)
+    return (x - mu) / np.sqrt(var + eps) * w + b
+
+
 def _softmax(op: HostOp, x: Arr) -> Arr:
     x = x * float(op.attr("scale", 1.0))
     e = np.exp(x - x.max(axis=-1, keepdims=True))
@@ -120,6 +127,7 @@ HOST_OPS: dict[str, HostOpSpec] = {
     "gelu": HostOpSpec(1, lambda op, x: _gelu(x), _per_out(8)),
     "silu_mul": HostOpSpec(2, lambda op, a, b: _silu(a) * b, _per_out(6)),
     "rmsnorm": HostOpSpec(2, _rmsnorm, _per_out(4)),
+    "layernorm": HostOpSpec(3, _layernorm, _per_out(8)),
     "softmax": HostOpSpec(1, _softmax, _per_out(5)),
     "masked_softmax": HostOpSpec(1, _masked_softmax, _per_out(5)),
     "rope": HostOpSpec(3, _rope, _per_out(3)),

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 
 def register(sub: argparse._SubParsersAction) -> None:
     from ..defaults import DB_DEFAULT, DEFAULT_CONTEXT, DEFAULT_TRIALS, SAMPLERS
-    from ..tune import FUSION_MODES
+    from ..tune import DEFAULT_COST_MODEL, FUSION_MODES
 
     p = sub.add_parser("tune", help="tune every workload of a model and store the schedules")
     p.add_argument("--model", required=True, metavar="NAME|FILE",
@@ -34,7 +34,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--report", default=None, metavar="FILE", help="write a JSON report")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--sampler", choices=SAMPLERS, default="tpe")
-    p.add_argument("--cost-model", default=None, metavar="KIND|PATH",
+    p.add_argument("--cost-model", default=DEFAULT_COST_MODEL, metavar="KIND|PATH",
                    help="xgb (default: XGBoost starting from the shipped model), xgb-scratch, "
                         "xgb-rank, bound, random, none, pretrained[:NAME] or a saved model")
     p.add_argument("--fusion", choices=FUSION_MODES, default="none")

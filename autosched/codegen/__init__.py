@@ -1,7 +1,7 @@
-"""Code generation: per-family lowerings, the linker and the whole-model compiler."""
+"""Code generation: per-family lowerings, their registry, the linker."""
 
 from .link import Fragment, Linked, link
-from .lowering import LOWERINGS, Lowering, build, lowering_for, register
+from .lowering import Lowering
+from .registry import LOWERINGS, build, lowering_for
 
-__all__ = ["LOWERINGS", "Fragment", "Linked", "Lowering", "build", "link", "lowering_for",
-           "register"]
+__all__ = ["LOWERINGS", "Fragment", "Linked", "Lowering", "build", "link", "lowering_for"]

@@ -12,7 +12,8 @@ them in one program. Kernel conventions every lowering follows:
 * ``kernel.place(mem, tensors)`` writes the family's weight tensors into the banks; for
   attention the KV cache region is reserved and persists between executions.
 
-Implementations register themselves in :data:`LOWERINGS` keyed by workload family.
+The built-in implementations live in ``families/`` (one folder per family) and are listed
+in :data:`autosched.codegen.registry.LOWERINGS`.
 """
 
 from __future__ import annotations
@@ -20,14 +21,11 @@ from __future__ import annotations
 import abc
 from typing import ClassVar
 
-from search_spaces import Schedule, Space, Workload
-from search_spaces.errors import ScheduleError
-from sim.errors import AutoschedError, InternalError, ProgramError
+from search_spaces import Space, Workload
 from sim.hardware import Hardware
 from sim.kernels import Kernel
-from sim.validate import validate
 
-__all__ = ["LOWERINGS", "Lowering", "build", "lowering_for", "register"]
+__all__ = ["Lowering"]
 
 
 class Lowering(abc.ABC):
@@ -54,55 +52,3 @@ class Lowering(abc.ABC):
     def tensors(self, workload: Workload) -> tuple[str, ...]:
         """Names of the weight tensors ``place`` expects (none by default)."""
         return ()
-
-
-LOWERINGS: dict[str, Lowering] = {}
-
-
-def register(lowering: Lowering) -> Lowering:
-    """Add ``lowering`` for each of its families."""
-    for fam in lowering.families:
-        LOWERINGS[fam] = lowering
-    return lowering
-
-
-def lowering_for(workload: Workload) -> Lowering:
-    """The lowering of ``workload``'s family."""
-    from . import families  # noqa: F401  (registers the built-in lowerings)
-
-    low = LOWERINGS.get(workload.op)
-    if low is None:
-        raise AutoschedError(f"no code generator for operator family {workload.op!r} "
-                             f"(have: {', '.join(sorted(LOWERINGS))})")
-    return low
-
-
-def build(workload: Workload, schedule: Schedule | dict | None, hw: Hardware) -> Kernel:
-    """Validate ``schedule`` against the family's space, lower it, validate the program.
-
-    ``None`` means the default schedule. A point outside the space raises
-    :class:`ScheduleError` listing every reason, before any code is generated. A program
-    the instruction set rejects is a bug of the lowering, raised as :class:`InternalError`
-    naming the family, the workload and the schedule.
-    """
-    low = lowering_for(workload)
-    space = low.space(workload, hw)
-    if schedule is None:
-        point = low.default(workload, hw)
-    elif isinstance(schedule, Schedule):
-        if schedule.space != space.name or schedule.version != space.version:
-            raise ScheduleError(f"schedule is for space {schedule.space} v{schedule.version}, "
-                                f"{workload.key} needs {space.name} v{space.version}")
-        point = schedule.point
-    else:
-        point = dict(schedule)
-    space.check(point)
-    kernel = low.lower(workload, point, hw)
-    try:
-        validate(kernel.program, hw)
-    except ProgramError as e:
-        key = Schedule.of(space, point).key
-        raise InternalError(f"internal compiler error: the {workload.op} lowering of "
-                            f"{workload.key} with schedule {key} on {hw.name} produced an "
-                            f"invalid program: {e}") from e
-    return kernel

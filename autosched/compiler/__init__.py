@@ -2,11 +2,10 @@
 
 from .compile import CompiledModel, compile_model, host_schedule, plan_key
 from .figures import ModelFigures, plain_memory_ns, simulate_model
-from .graph import model_graph, with_context
 from .run import RunReport, run_check, tolerance
 
 __all__ = [
     "CompiledModel", "ModelFigures", "RunReport", "compile_model",
-    "host_schedule", "model_graph", "plain_memory_ns", "plan_key", "run_check", "simulate_model",
-    "tolerance", "with_context",
+    "host_schedule", "plain_memory_ns", "plan_key", "run_check", "simulate_model",
+    "tolerance",
 ]

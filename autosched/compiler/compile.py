@@ -17,9 +17,16 @@ from pathlib import Path
 import numpy as np
 
 from autosched.codegen import Fragment, Linked, link
-from autosched.codegen.lowering import build, lowering_for
+from autosched.codegen.registry import build, lowering_for
 from autosched.database import Database, open_database
-from autosched.frontend import LlamaModel, ModelConfig, OpGraph, OpNode, get_model_config
+from autosched.frontend import (
+    LlamaModel,
+    ModelConfig,
+    OpGraph,
+    OpNode,
+    get_model_config,
+    model_graph,
+)
 from autosched.fusion import TOKEN_IDS, FusedView, operands, output_width
 from autosched.lookup import LookupResult, lookup
 from search_spaces import Schedule, Workload
@@ -30,7 +37,6 @@ from sim.kernels import Kernel
 from sim.validate import validate
 
 from .glue import gather
-from .graph import model_graph
 from .weights import node_constants, node_weights
 
 __all__ = ["CompiledModel", "compile_model", "host_schedule", "plan_key"]

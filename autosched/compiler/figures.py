@@ -15,9 +15,9 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from autosched.codegen.lowering import lowering_for
+from autosched.codegen.registry import lowering_for
 from autosched.database import Database
-from autosched.frontend import ModelConfig
+from autosched.frontend import ModelConfig, OpGraph
 from sim.hardware import Hardware
 from sim.hwio import load_hardware
 from sim.timing import simulate
@@ -83,13 +83,15 @@ def plain_memory_ns(model: str | ModelConfig, hw: str | Hardware, *, phase: str 
 def simulate_model(model: str | ModelConfig, hw: str | Hardware, *,
                    db: str | Path | Database | None = None, phase: str = "decode",
                    batch: int = 1, context: int | None = None,
-                   fusion: dict | None = None, baseline: bool = True) -> ModelFigures:
+                   fusion: dict | None = None, baseline: bool = True,
+                   graph: OpGraph | None = None) -> ModelFigures:
     """Compile and simulate one step of ``model``, with its bound and (unless
-    ``baseline`` is false, then nan) the plain-memory baseline."""
+    ``baseline`` is false, then nan) the plain-memory baseline. ``graph``: the step's
+    graph already captured (and fused) by the caller."""
     hw = load_hardware(hw)
     t0 = time.perf_counter()
     cm = compile_model(model, hw, db=db, phase=phase, batch=batch, context=context,
-                       fusion=fusion)
+                       fusion=fusion, graph=graph)
     res = simulate(cm.program, hw)
     base_ns = plain_memory_ns(model, hw, phase=phase, batch=batch, context=context) \
         if baseline else math.nan

@@ -17,13 +17,12 @@ import numpy as np
 import torch
 
 from autosched.database import Database
-from autosched.frontend import ModelConfig, build_model, empty_cache
+from autosched.frontend import ModelConfig, build_model, empty_cache, with_context
 from sim.functional import DeviceMemory, execute, round_to
 from sim.hardware import Hardware
 from sim.hwio import load_hardware
 
 from .compile import compile_model
-from .graph import with_context
 
 __all__ = ["RunReport", "run_check", "tolerance"]
 

@@ -41,11 +41,15 @@ def _linears(model: LlamaModel, node: OpNode) -> list[torch.nn.Linear]:
     return [_linear(model, r, node.layer) for r in roles]
 
 
-def _norm(model: LlamaModel, role: str, layer: int | None) -> np.ndarray:
+def _norm_module(model: LlamaModel, role: str, layer: int | None) -> torch.nn.Module:
     if role == "final_norm":
-        return _np(model.norm.weight)
+        return model.norm
     block, name = _NORMS[role]
-    return _np(getattr(getattr(model.layers[layer], block), name).weight)
+    return getattr(getattr(model.layers[layer], block), name)
+
+
+def _norm(model: LlamaModel, role: str, layer: int | None) -> np.ndarray:
+    return _np(_norm_module(model, role, layer).weight)
 
 
 def node_weights(model: LlamaModel, node: OpNode) -> dict[str, np.ndarray]:
@@ -70,6 +74,9 @@ def node_constants(model: LlamaModel, cfg: ModelConfig, node: OpNode,
     w, out = node.workload, {}
     if w.op == "rmsnorm":
         out["w"] = _norm(model, node.role, node.layer)
+    elif w.op == "layernorm":
+        mod = _norm_module(model, node.role, node.layer)
+        out["w"], out["b"] = _np(mod.weight), _np(mod.bias)
     elif w.op == "embedding":
         out["table"] = _np(model.embed.weight)
     elif w.op == "rope":

@@ -113,6 +113,9 @@ def _map(name: str, node: torch.fx.Node, last: str) -> tuple[str, str, dict, dic
     if name == "autosched::rmsnorm":
         m, n = _rows(a[0].shape)
         return "rmsnorm", role, dict(m=m, n=n), {}
+    if name in ("aten::layer_norm", "aten::native_layer_norm"):
+        m, n = _rows(a[0].shape)
+        return "layernorm", role, dict(m=m, n=n), {}
     if name == "autosched::rope":
         b, s, hq, d = a[0].shape
         return "rope", "rope", dict(m=b * s, h=hq + a[1].shape[2], d=d), {}

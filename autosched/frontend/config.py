@@ -13,6 +13,7 @@ from sim.errors import AutoschedError
 __all__ = ["MODEL_TYPES", "ModelConfig", "ModelError"]
 
 MODEL_TYPES = ("llama", "mistral", "qwen2")
+NORMS = ("rmsnorm", "layernorm")
 _DTYPES = {"float16": "fp16", "fp16": "fp16", "half": "fp16",
            "bfloat16": "bf16", "bf16": "bf16"}
 _REQUIRED = ("hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
@@ -46,6 +47,7 @@ class ModelConfig:
     attention_bias: bool = False
     dtype: str = "fp16"
     name: str = ""
+    norm: str = "rmsnorm"  # rmsnorm (the Llama family) | layernorm (with bias); eps: rms_eps
 
     def __post_init__(self) -> None:
         n = self.name or self.model_type
@@ -66,6 +68,8 @@ class ModelConfig:
             raise _fail(n, "rms_eps and rope_theta must be positive")
         if self.dtype not in ("fp16", "bf16"):
             raise _fail(n, f"dtype {self.dtype!r} is not supported; use fp16 or bf16")
+        if self.norm not in NORMS:
+            raise _fail(n, f"norm {self.norm!r} is not supported; use one of {', '.join(NORMS)}")
 
     @property
     def q_dim(self) -> int:

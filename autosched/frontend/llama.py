@@ -33,13 +33,20 @@ class RMSNorm(nn.Module):
         return kernels.rmsnorm(x, self.weight, self.eps)
 
 
+def make_norm(cfg: ModelConfig, n: int) -> nn.Module:
+    """The decoder's normalisation over ``n`` features: RMSNorm, or LayerNorm with bias."""
+    if cfg.norm == "layernorm":
+        return nn.LayerNorm(n, eps=cfg.rms_eps)
+    return RMSNorm(n, cfg.rms_eps)
+
+
 class Attention(nn.Module):
     """Pre-norm attention block: norm, q/k/v, rotary, cache write, GQA attention, o, residual."""
 
     def __init__(self, cfg: ModelConfig) -> None:
         super().__init__()
         self.cfg = cfg
-        self.attn_norm = RMSNorm(cfg.hidden, cfg.rms_eps)
+        self.attn_norm = make_norm(cfg, cfg.hidden)
         self.q_proj = nn.Linear(cfg.hidden, cfg.q_dim, bias=cfg.attention_bias)
         self.k_proj = nn.Linear(cfg.hidden, cfg.kv_dim, bias=cfg.attention_bias)
         self.v_proj = nn.Linear(cfg.hidden, cfg.kv_dim, bias=cfg.attention_bias)
@@ -65,7 +72,7 @@ class MLP(nn.Module):
 
     def __init__(self, cfg: ModelConfig) -> None:
         super().__init__()
-        self.ffn_norm = RMSNorm(cfg.hidden, cfg.rms_eps)
+        self.ffn_norm = make_norm(cfg, cfg.hidden)
         self.gate_proj = nn.Linear(cfg.hidden, cfg.intermediate, bias=False)
         self.up_proj = nn.Linear(cfg.hidden, cfg.intermediate, bias=False)
         self.down_proj = nn.Linear(cfg.intermediate, cfg.hidden, bias=False)
@@ -95,7 +102,7 @@ class LlamaModel(nn.Module):
         self.cfg = cfg
         self.embed = nn.Embedding(cfg.vocab, cfg.hidden)
         self.layers = nn.ModuleList(DecoderLayer(cfg) for _ in range(cfg.layers))
-        self.norm = RMSNorm(cfg.hidden, cfg.rms_eps)
+        self.norm = make_norm(cfg, cfg.hidden)
         self.lm_head = nn.Linear(cfg.hidden, cfg.vocab, bias=False)
         if cfg.tie_embeddings:
             self.lm_head.weight = self.embed.weight

@@ -14,7 +14,7 @@ from sim.hardware import Hardware
 from sim.program import Program
 from sim.timing import simulate
 
-from ..codegen.lowering import build, lowering_for
+from ..codegen.registry import build, lowering_for
 
 __all__ = ["MeasureInput", "Runner", "measure_one"]
 

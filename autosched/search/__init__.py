@@ -2,7 +2,7 @@
 
 :class:`TaskTuner` tunes one workload (resumable from the database); :class:`TaskScheduler`
 spends one measurement budget over many; :func:`tune_tasks` wires them for a model's
-tasks. ``autosched.search.testing`` holds a small fake lowering for tests.
+tasks.
 """
 
 from .scheduler import Progress, TaskResult, TaskScheduler

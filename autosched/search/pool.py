@@ -27,7 +27,7 @@ from search_spaces import Schedule, Space, Workload
 from sim.errors import AutoschedError
 from sim.hardware import Hardware
 
-from ..codegen.lowering import build
+from ..codegen.registry import build
 from .study import CONSTRAINT, learns_validity
 
 __all__ = ["CandidatePool", "Pending"]

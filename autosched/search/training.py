@@ -11,7 +11,7 @@ from sim.errors import AutoschedError
 from sim.hardware import Hardware
 from sim.hwio import list_presets, load_hardware
 
-from ..codegen.lowering import build, lowering_for
+from ..codegen.registry import build, lowering_for
 from ..database import Database
 
 __all__ = ["HISTORY_LIMIT", "TrainingSet", "known_hardware"]

@@ -20,14 +20,19 @@ from .tuner import TaskTuner
 __all__ = ["tune_tasks"]
 
 
-def _merge(tasks: Sequence) -> list[tuple[Workload, int]]:
-    """(workload, count) pairs or objects with ``.workload`` and ``.count``; equal keys add up."""
+def _pairs(tasks: Sequence) -> list[tuple[Workload, int]]:
+    """(workload, count) of each task: a pair or an object with ``.workload`` and
+    ``.count`` (``autosched.frontend.Task``). Tasks are unique by workload: the frontend's
+    ``tasks()`` is the one place that de-duplicates."""
     out: dict[str, tuple[Workload, int]] = {}
     for t in tasks:
         w, n = (t.workload, t.count) if hasattr(t, "workload") else t
         if not isinstance(w, Workload) or not isinstance(n, int) or n < 1:
             raise SearchError(f"a task is (Workload, count >= 1), got {t!r}")
-        out[w.key] = (w, out[w.key][1] + n if w.key in out else n)
+        if w.key in out:
+            raise SearchError(f"workload {w.key} is listed twice; give each task once "
+                              "(autosched.frontend.tasks merges graphs)")
+        out[w.key] = (w, n)
     return list(out.values())
 
 
@@ -55,7 +60,7 @@ def tune_tasks(tasks: Sequence, hw: Hardware, *, db: Database | str, trials: int
     run = LocalRunner(workers) if runner is None else runner
     try:
         training = TrainingSet()
-        merged = _merge(tasks)
+        merged = _pairs(tasks)
         if cost_model is not None:  # transfer: other tasks' measurements teach the first round
             mine = {f"{w.key}@{hw.fingerprint}" for w, _ in merged}
             if training.add_history(database, known_hardware(hw), mine):

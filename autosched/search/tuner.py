@@ -29,7 +29,7 @@ from sim import SIM_VERSION
 from sim.errors import check
 from sim.hardware import Hardware
 
-from ..codegen.lowering import lowering_for
+from ..codegen.registry import lowering_for
 from ..database import Database, open_database
 from ..measure import MeasureInput, Runner
 from .pool import CandidatePool

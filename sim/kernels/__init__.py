@@ -4,19 +4,26 @@ against. Each builder returns a :class:`Kernel` (program + bindings + weight pla
 """
 
 from .base import Kernel
-from .baseline import gemv_baseline
+from .baseline import baseline_reason, baseline_rows, gemv_baseline
 from .elementwise import BINARY_FNS, elementwise
 from .gemv import gemv
 from .gemv_layout import LOOP_ORDERS, GemvOpts, GemvPlan, plan_gemv
+from .gemv_rules import GEMV_RULES, GemvRule, GemvShape, gemv_reasons
 
 __all__ = [
     "BINARY_FNS",
+    "GEMV_RULES",
     "LOOP_ORDERS",
     "GemvOpts",
     "GemvPlan",
+    "GemvRule",
+    "GemvShape",
     "Kernel",
+    "baseline_reason",
+    "baseline_rows",
     "elementwise",
     "gemv",
     "gemv_baseline",
+    "gemv_reasons",
     "plan_gemv",
 ]

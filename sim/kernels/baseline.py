@@ -21,7 +21,7 @@ from ..isa import Act, BufRef, HostOp, Pre, RdBank, Signal, Wait, aff
 from ..program import Buffer, Loop, Node, Program, Stream
 from .base import Kernel, ceil_div, loop
 
-__all__ = ["gemv_baseline", "place_baseline"]
+__all__ = ["baseline_reason", "baseline_rows", "gemv_baseline", "place_baseline"]
 
 
 def place_baseline(hw: Hardware, rows: int, mem, tensors: dict[str, np.ndarray]) -> None:
@@ -34,15 +34,28 @@ def place_baseline(hw: Hardware, rows: int, mem, tensors: dict[str, np.ndarray])
     mem.write_rows((g // nb) % nch, g % nb, g // (nch * nb), data.reshape(-1, e))
 
 
+def baseline_rows(hw: Hardware, n: int, k: int) -> int:
+    """Rows per bank the plain-memory layout of ``W[n, k]`` needs."""
+    return ceil_div(n * k, hw.org.channels * hw.org.banks_per_channel * hw.row_elems)
+
+
+def baseline_reason(hw: Hardware, n: int, k: int) -> str | None:
+    """Why ``W[n, k]`` does not fit the plain-memory layout (None: it fits); the GEMV
+    space's host placement checks this same rule."""
+    rows = baseline_rows(hw, n, k)
+    if rows > hw.org.rows_per_bank:
+        return f"W of {n}x{k} needs {rows} rows per bank, the bank has {hw.org.rows_per_bank}"
+    return None
+
+
 def gemv_baseline(hw: Hardware, n: int, k: int, batch: int = 1) -> Kernel:
     """``y[batch, n] = x @ W^T`` with every weight read to the host; tensors ``x``, ``W``."""
     if min(n, k, batch) < 1:
         raise AutoschedError(f"gemv_baseline needs positive n, k, batch; got {n}, {k}, {batch}")
     nb, nch, e, cpr = hw.org.banks_per_channel, hw.org.channels, hw.row_elems, hw.columns_per_row
-    rows = ceil_div(n * k, nch * nb * e)
-    if rows > hw.org.rows_per_bank:
-        raise AutoschedError(f"W of {n}x{k} needs {rows} rows per bank, the bank has "
-                             f"{hw.org.rows_per_bank}")
+    rows = baseline_rows(hw, n, k)
+    if (why := baseline_reason(hw, n, k)) is not None:
+        raise AutoschedError(why)
     ng, bpg = hw.org.bank_groups, hw.banks_per_group
     order = [(i % ng) * bpg + i // ng for i in range(nb)]  # consecutive banks: other groups
     lanes = hw.pim.lanes

@@ -12,16 +12,15 @@ a stripe spans ``rps = T / Kr`` rows, or ``spr = Kr / T`` segments share one row
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, fields, replace
 
 from ..errors import AutoschedError
 from ..hardware import Hardware
 from .base import ceil_div, round_up
+from .gemv_rules import GEMV_RULES, LOOP_ORDERS, GemvShape, gemv_reasons, k_per_row
 
 __all__ = ["GemvOpts", "GemvPlan", "LOOP_ORDERS", "plan_gemv"]
 
-LOOP_ORDERS = ("row_outer", "tile_outer")
 
 
 @dataclass(frozen=True)
@@ -64,7 +63,7 @@ class GemvOpts:
         cap = hw.pim.registers // max(self.batch_rows, 1)
         regs = self.registers or max(1, min(need, cap))
         top = hw.gb_elems // max(self.batch_rows, 1) // (2 if self.double_buffer else 1)
-        kr = _kr(o, hw)
+        kr = k_per_row(mode, hw)
         if self.registers is None and mode != "dot" and 0 < top < kr and kr % top == 0:
             regs = max(1, min(cap, round_up(regs, kr // top)))  # fill the rows the tile packs
         tile = self.gb_tile
@@ -81,44 +80,21 @@ class GemvOpts:
         return []
 
 
-def _kr(o: GemvOpts, hw: Hardware) -> int:
-    return hw.columns_per_row if o.mode == "bcast" else hw.row_elems
-
-
 def _default_tile(o: GemvOpts, hw: Hardware, kslice: int) -> int:
     """The largest valid tile filling the buffer, shrunk while half of it still covers k."""
     top = hw.gb_elems // max(o.batch_rows, 1) // (2 if o.double_buffer else 1)
-    kr = _kr(o, hw)
+    kr = k_per_row(o.mode, hw)
     cands = [kr * m for m in range(top // kr, 0, -1)]
     cands += [kr // d for d in range(2, kr + 1) if kr % d == 0 and kr // d <= top]
-    ok = [t for t in cands if not _tile_reasons(o, hw, t)]
+    shape = GemvShape(hw, 1, kslice, max(o.batch_rows, 1))
+    fits = [r for r in GEMV_RULES if r.name in ("tile", "segments")]
+    v = {**o.to_dict(), "registers": o.registers or 1}
+    ok = [t for t in cands if all(r.check(shape, {**v, "gb_tile": t}) is None for r in fits)]
     if not ok:
         return top
     tile = ok[0]
     smaller = [t for t in ok if t >= kslice]
     return smaller[-1] if smaller else tile
-
-
-def _tile_reasons(o: GemvOpts, hw: Hardware, t: int) -> list[str]:
-    """Reasons the tile ``t`` does not fit the row geometry for mode and registers."""
-    kr, p = _kr(o, hw), hw.pim
-    if t <= 0:
-        return [f"gb_tile {t} must be positive"]
-    if o.mode != "bcast" and t % p.lanes:
-        return [f"gb_tile {t} must be a multiple of the {p.lanes} lanes in {o.mode} mode"]
-    if t >= kr:
-        if t % kr:
-            return [f"gb_tile {t} must be a multiple or divisor of {kr} (k per row)"]
-        return []
-    if kr % t:
-        return [f"gb_tile {t} must be a multiple or divisor of {kr} (k per row)"]
-    spr = kr // t
-    share = p.register_lanes if o.mode == "dot" else (o.registers or 1)
-    if share % spr:
-        what = "register lanes" if o.mode == "dot" else "registers"
-        return [f"gb_tile {t} packs {spr} segments per row; {spr} must divide the {share} "
-                f"{what}: use a larger tile or more registers"]
-    return []
 
 
 @dataclass(frozen=True)
@@ -180,57 +156,24 @@ class GemvPlan:
 
 
 def plan_gemv(hw: Hardware, n: int, k: int, batch: int, opts: GemvOpts | None) -> GemvPlan:
-    """Resolve ``opts`` for the shape, or raise AutoschedError listing every reason."""
+    """Resolve ``opts`` for the shape, or raise AutoschedError with the reasons of the
+    first tier of :data:`~sim.kernels.gemv_rules.GEMV_RULES` that fails."""
     if min(n, k, batch) < 1:
         raise AutoschedError(f"gemv needs positive n, k, batch; got {n}, {k}, {batch}")
     o = (opts or GemvOpts()).resolve(hw, n, k, batch)
-    p, org = hw.pim, hw.org
-    why: list[str] = []
-    if o.mode not in ("dot", "bcast", "lane"):
-        raise AutoschedError(f"mode {o.mode!r} unknown: use dot, bcast or lane")
-    if o.mode == "dot" and not p.adder_tree:
-        why.append(f"mode dot needs an adder tree, which {hw.name} lacks: use bcast or lane")
-    if o.mode != "dot" and p.register_lanes != p.lanes:
-        why.append(f"mode {o.mode} needs register_lanes == lanes: use dot")
-    if o.loop_order not in LOOP_ORDERS:
-        why.append(f"loop_order {o.loop_order!r} unknown (known: {', '.join(LOOP_ORDERS)})")
-    if not 1 <= o.channels <= org.channels:
-        why.append(f"channels {o.channels} outside [1, {org.channels}]")
-    if o.k_split < 1 or o.channels % o.k_split:
-        why.append(f"k_split {o.k_split} must be >= 1 and divide channels ({o.channels})")
-    if o.batch_rows < 1 or o.batch_rows > batch:
-        why.append(f"batch_rows {o.batch_rows} must be in [1, batch={batch}]")
-    if o.registers < 1:
-        why.append(f"registers {o.registers} must be >= 1")
-    why += _tile_reasons(o, hw, o.gb_tile)
+    why = gemv_reasons(GemvShape(hw, n, k, batch), o.to_dict())
     if why:
         raise AutoschedError("; ".join(why))
+    p = hw.pim
     ks, br, t, r = o.k_split, o.batch_rows, o.gb_tile, o.registers
-    co, u, kr = o.channels // ks, hw.units_per_channel, _kr(o, hw)
+    co, u, kr = o.channels // ks, hw.units_per_channel, k_per_row(o.mode, hw)
     opr = 1 if o.mode == "lane" else p.register_lanes
-    passes = ceil_div(n, co * u * r * opr)
-    need_gb = br * t * (2 if o.double_buffer else 1)
-    if need_gb > hw.gb_elems:
-        why.append(f"batch_rows x gb_tile{' x 2 (double buffer)' if o.double_buffer else ''}"
-                   f" = {need_gb} exceeds the global buffer of {hw.gb_elems} elements")
-    live = br * r * (passes if o.loop_order == "tile_outer" else 1)
-    if live > p.registers:
-        why.append(f"{live} registers live per unit (batch_rows x registers"
-                   f"{' x passes' if o.loop_order == 'tile_outer' else ''}) exceed the "
-                   f"{p.registers} available")
     rps, spr = max(t // kr, 1), max(kr // t, 1)
-    if o.interleave and (p.banks_per_unit != 2 or rps % 2):
-        why.append(f"interleave needs bank-pair units and gb_tile a multiple of {2 * kr}")
-    kc = round_up(ceil_div(k, ks), math.lcm(t * (2 if o.double_buffer else 1), 1))
+    kc = round_up(ceil_div(k, ks), t * (2 if o.double_buffer else 1))
     g = 1 if o.mode == "bcast" else p.lanes
     na, nb = (r, p.register_lanes // spr) if o.mode == "dot" else (1, r // spr)
-    plan = GemvPlan(n=n, k=k, batch=batch, opts=o, C=o.channels, ks=ks, Co=co, U=u,
-                    bpu=p.banks_per_unit, R=r, Br=br, nbg=ceil_div(batch, br), P=passes, T=t,
-                    Kc=kc, ntiles=kc // t, Kr=kr, g=g, segcols=min(t, kr) // g, spr=spr,
-                    rps=rps, na=na, nb=nb, opr=opr, RL=p.register_lanes, lanes=p.lanes)
-    if not why and plan.rows_per_bank > org.rows_per_bank:
-        why.append(f"the layout needs {plan.rows_per_bank} rows per bank, the bank has "
-                   f"{org.rows_per_bank}: use more channels or fewer passes")
-    if why:
-        raise AutoschedError("; ".join(why))
-    return plan
+    return GemvPlan(n=n, k=k, batch=batch, opts=o, C=o.channels, ks=ks, Co=co, U=u,
+                    bpu=p.banks_per_unit, R=r, Br=br, nbg=ceil_div(batch, br),
+                    P=ceil_div(n, co * u * r * opr), T=t, Kc=kc, ntiles=kc // t, Kr=kr, g=g,
+                    segcols=min(t, kr) // g, spr=spr, rps=rps, na=na, nb=nb, opr=opr,
+                    RL=p.register_lanes, lanes=p.lanes)

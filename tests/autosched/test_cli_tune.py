@@ -4,8 +4,6 @@ test_tune.py), and the real pipeline on a one-layer model when it is installed."
 from __future__ import annotations
 
 import functools
-import importlib
-import importlib.util
 import json
 
 import pytest
@@ -69,21 +67,6 @@ def test_malformed_hardware_file_exits_2_naming_it(text, tmp_path, capsys):
     assert not (tmp_path / "t.db").exists()
 
 
-def _real_pipeline() -> bool:
-    """Search, compiler and a lowering for every family of a llama step are installed."""
-    if not all(importlib.util.find_spec(m) for m in ("autosched.search", "autosched.compiler")):
-        return False
-    try:
-        importlib.import_module("autosched.codegen.families")
-    except ImportError:
-        return False
-    from autosched.codegen.lowering import LOWERINGS
-
-    return {"gemv", "attention", "rmsnorm", "rope", "elementwise", "embedding",
-            "argmax"} <= set(LOWERINGS)
-
-
-@pytest.mark.skipif(not _real_pipeline(), reason="the real pipeline is not complete here")
 def test_real_tune_resumes_without_repeating_a_measurement(tiny_config, tmp_path):
     db, rep = tmp_path / "t.db", tmp_path / "r.json"
     args = ["tune", "--model", str(tiny_config), "--db", str(db), "--context", "16",

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from autosched.codegen.lowering import build, lowering_for
+from autosched.codegen.registry import build, lowering_for
 from search_spaces import Workload
 from sim.bound import bound
 from sim.errors import AutoschedError

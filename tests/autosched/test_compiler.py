@@ -122,7 +122,7 @@ def test_invalid_lowering_is_an_internal_error_exit_1(monkeypatch, capsys) -> No
     """A lowering that emits an invalid program is stopped before timing, named, exit 1."""
     import dataclasses
 
-    from autosched.codegen.lowering import lowering_for
+    from autosched.codegen.registry import lowering_for
     from search_spaces import Workload
     from sim.isa import Pre
     from sim.program import Stream

@@ -6,14 +6,17 @@ from pathlib import Path
 
 import pytest
 
-import autosched.codegen.families  # noqa: F401  (built-in lowerings first, then the double)
-from autosched.codegen.lowering import LOWERINGS
+from autosched.codegen.registry import LOWERINGS
 from autosched.database import open_database
 from autosched.measure import LocalRunner
 from autosched.search import Progress, SearchError, TaskScheduler, TaskTuner, tune_tasks
-from autosched.search.testing import FakeGemvLowering
 from search_spaces import Workload
 from sim.hwio import load_hardware
+
+try:
+    from .search_fakes import FakeGemvLowering
+except ImportError:
+    from search_fakes import FakeGemvLowering
 
 HW = load_hardware("hbm-pim")  # 2 modes x 3 splits x 2 x 2 x 2 = 48 points per task
 BIG = Workload.make("gemv", m=1, n=64, k=512)
@@ -72,10 +75,12 @@ def test_same_seed_same_db_state_same_measurements(tmp_path: Path) -> None:
     assert sum(len(p.new) for p in seen) == 18 and all(p.budget == 18 for p in seen)
 
 
-def test_tasks_merge_and_zero_budget(tmp_path: Path) -> None:
-    res = tune_tasks([(BIG, 2), (BIG, 3)], HW, db=tmp_path / "t.db", trials=0, workers=1)
+def test_tasks_are_unique_and_zero_budget(tmp_path: Path) -> None:
+    res = tune_tasks([(BIG, 5)], HW, db=tmp_path / "t.db", trials=0, workers=1)
     assert len(res) == 1 and res[0].count == 5 and res[0].measurements == 0
     assert res[0].default is None and res[0].history == ()
+    with pytest.raises(SearchError, match="listed twice"):  # frontend.tasks() merges, once
+        tune_tasks([(BIG, 2), (BIG, 3)], HW, db=tmp_path / "t.db", trials=0, workers=1)
     with pytest.raises(SearchError, match="trials must be an int >= 0"):
         tune_tasks([(BIG, 1)], HW, db=tmp_path / "t.db", trials=-1)
     with pytest.raises(SearchError, match=r"a task is \(Workload, count >= 1\)"):

@@ -13,14 +13,15 @@ from dataclasses import dataclass
 import pytest
 
 from autosched import tune as tune_mod
-from autosched.codegen import lowering as lowering_mod
-from autosched.compiler.graph import model_graph
+from autosched.codegen import Lowering
+from autosched.codegen import registry as registry_mod
 from autosched.database import open_database
-from autosched.frontend import ModelConfig, capture
+from autosched.frontend import ModelConfig, capture, model_graph, tasks
 from autosched.lookup import lookup
 from autosched.measure.record import Measurement
-from autosched.tune import fusion_plans, merge_tasks, tune
+from autosched.tune import fusion_plans, tune
 from search_spaces import FAMILIES, IntRange, Param, Schedule, Space, Workload
+from search_spaces.fusion import FULL_FUSION
 from sim.hwio import load_hardware
 
 TINY = ModelConfig(model_type="llama", hidden=64, intermediate=128, layers=1, heads=4,
@@ -32,7 +33,7 @@ def fake_latency(w: Workload, p: int) -> float:
     return 100.0 * sum(w.dims.values()) / p
 
 
-class FakeLowering(lowering_mod.Lowering):
+class FakeLowering(Lowering):
     families = tuple(FAMILIES)
 
     def space(self, workload, hw):
@@ -63,7 +64,8 @@ def fake_tune_tasks(tasks, hw, *, db, trials, workers, sampler, seed, cost_model
     """Measure p = 1, 2, ... per task in turn, skipping stored points, until ``trials``."""
     low, spent, out = FakeLowering(), 0, []
     per = {}
-    for w, _ in tasks:
+    for t in tasks:
+        w = t.workload
         space = low.space(w, hw)
         ms = []
         for p in range(1, POINTS + 1):
@@ -83,24 +85,19 @@ def fake_tune_tasks(tasks, hw, *, db, trials, workers, sampler, seed, cost_model
             if m is not None:
                 ms.append(m)
         best = min(ms, key=lambda m: m.latency_ns) if ms else None
-        out.append(FakeResult(w, dict(tasks)[w], ms[0] if ms else None, best,
+        out.append(FakeResult(w, t.count, ms[0] if ms else None, best,
                               per.get(w.key, 0)))
     return out
 
 
-def fake_model_graph(model, *, fusion=None, **step):
-    """The compiler's graph (workload attributes included); plans are ignored."""
-    return model_graph(model, **step)
-
-
 def fake_simulate_model(model, hw, *, db=None, phase="decode", batch=1, context=None,
-                        fusion=None, baseline=True):
-    graph = fake_model_graph(model, phase=phase, batch=batch, context=context)[1]
+                        fusion=None, baseline=True, graph=None):
+    graph = model_graph(model, phase=phase, batch=batch, context=context)[1]  # plans ignored
     lat = 0.0
     for n in graph:
         r = lookup(db, n.workload, hw)
         lat += fake_latency(n.workload, int(r.schedule.point["p"]))
-    lat *= 0.5 if fusion and fusion.get("fast") else 1.0
+    lat *= 0.5 if fusion and fusion.get("merge_qkv") else 1.0  # the fused plan is faster
     return types.SimpleNamespace(latency_ns=lat, bound_ns=lat / 4, baseline_ns=lat * 3,
                                  tokens_per_s=batch * 1e9 / lat, energy_pj=2.0 * lat, ops=[])
 
@@ -113,15 +110,12 @@ def fake_plain_memory_ns(model, hw, *, phase="decode", batch=1, context=None):
 @pytest.fixture
 def fakes(monkeypatch):
     """Install the doubles; returns the fake search module (its tune_tasks can be swapped)."""
-    fam_mod = "autosched.codegen.families"  # the fakes stand in whatever state the real are
-    monkeypatch.setitem(sys.modules, fam_mod, sys.modules.get(fam_mod) or types.ModuleType(fam_mod))
     for fam in FAMILIES:
-        monkeypatch.setitem(lowering_mod.LOWERINGS, fam, FakeLowering())
+        monkeypatch.setitem(registry_mod.LOWERINGS, fam, FakeLowering())
     search = types.ModuleType("autosched.search")
     search.tune_tasks = fake_tune_tasks
     compiler = types.ModuleType("autosched.compiler")
     compiler.simulate_model = fake_simulate_model
-    compiler.model_graph = fake_model_graph
     compiler.plain_memory_ns = fake_plain_memory_ns
     compiler.plan_key = lambda model, phase, batch: f"{model}:{phase}:b{batch}"
     monkeypatch.setitem(sys.modules, "autosched.search", search)
@@ -175,21 +169,21 @@ def test_prefill_uses_context_as_prompt_capped_at_max_positions(fakes, tmp_path)
 
 def test_plan_with_best_tuned_latency_is_chosen_and_stored(fakes, tmp_path, monkeypatch):
     saved = []
-    plans = [{"fast": False}, {"fast": True}]
+    plans = [None, FULL_FUSION]
     monkeypatch.setattr(tune_mod, "fusion_plans", lambda fusion: plans)
     db = open_database(tmp_path / "t.db")
     monkeypatch.setattr(db, "save_plan", lambda *a: saved.append(a), raising=False)
     rep = tune(TINY, db=db, trials=0, cost_model="none", fusion="auto")
-    assert rep.end_to_end.plan == {"fast": True}
+    assert rep.end_to_end.plan == FULL_FUSION
     assert rep.end_to_end.tuned_ns == pytest.approx(rep.end_to_end.default_ns / 2)
     assert [p for p, _ in rep.plans] == plans
-    assert saved and saved[0][0] == "tiny-test:decode:b1" and saved[0][2] == {"fast": True}
+    assert saved and saved[0][0] == "tiny-test:decode:b1" and saved[0][2] == FULL_FUSION
 
 
-def test_merge_tasks_keeps_each_workload_once_with_its_largest_count():
+def test_tasks_keep_each_workload_once_with_its_largest_count():
     g = capture(TINY, context=8)
-    two = merge_tasks([g, g])
-    assert [t.key for t in two] == [t.key for t in merge_tasks([g])]
+    two = tasks(g, g)
+    assert [t.key for t in two] == [t.key for t in tasks(g)]
     assert sum(t.count for t in two) == len(g)
 
 

@@ -6,9 +6,13 @@ import numpy as np
 import pytest
 
 from cost_models import Candidate
-from cost_models.testing import gemv_candidates, measure
 from search_spaces import Workload
 from sim.hwio import load_hardware
+
+try:
+    from .candidates import gemv_candidates, measure
+except ImportError:
+    from candidates import gemv_candidates, measure
 
 SHAPES = ((1, 256, 512), (1, 1024, 256), (2, 512, 512), (1, 300, 700), (1, 512, 1024))
 

@@ -9,8 +9,8 @@ import pytest
 
 from cost_models import FEATURE_NAMES, Candidate, features, featurize, program_stats
 from cost_models.features import _CACHE as feature_cache
-from cost_models.testing import gemv_space
 from search_spaces import Workload
+from search_spaces.gemv import gemv_space
 from sim.bound import bound
 from sim.hwio import load_hardware
 from sim.isa import Act, BufRef, HostOp, Mac, Pre, RdAcc, Signal, Wait, WrGb, aff
@@ -36,8 +36,8 @@ def tiny() -> Program:
 def cand(program: Program, w: Workload | None = None) -> Candidate:
     w = w or Workload.make("gemv", m=1, n=16, k=48)
     space = gemv_space(w, HW)
-    point = {"mode": "lane", "channels": 2, "k_split": 1, "gb_tile": 16, "registers": 1,
-             "batch_rows": 1, "loop_order": "row_outer", "double_buffer": False,
+    point = {"placement": "pim", "mode": "lane", "channels": 2, "k_split": 1, "gb_tile": 128,
+             "registers": 4, "batch_rows": 1, "tile_outer": False, "double_buffer": False,
              "interleave": False}
     assert not space.validate(point)
     return Candidate(w, space, tuple(sorted(point.items())), HW, program)

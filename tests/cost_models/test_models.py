@@ -16,14 +16,7 @@ from cost_models import (
     relevance,
     task_key,
 )
-from cost_models.testing import check_contract
 from cost_models.xgb import meta_path
-
-
-@pytest.mark.parametrize("kind", ["xgb", "xgb-rank", "bound", "random", "none"])
-def test_contract(kind: str, held_out, tmp_path: Path) -> None:
-    tc, tl, vc, _ = held_out
-    check_contract(lambda: make_cost_model(kind, seed=3), tc, tl, vc, tmp_path)
 
 
 def test_before_fit_scores_by_the_bound(held_out) -> None:

@@ -1,7 +1,2 @@
-"""The built-in lowerings, one module per operator family; importing this registers them."""
-
-import importlib
-import pkgutil
-
-for _mod in pkgutil.iter_modules(__path__):
-    importlib.import_module(f"{__name__}.{_mod.name}")
+"""The built-in lowerings, one folder per operator family (lowering and bound); the
+registry (``autosched.codegen.registry``) lists them."""

@@ -1,4 +1,5 @@
-"""The model graph every command agrees on: capture, workload attributes, fusion.
+"""The graph of one model step that every command agrees on: capture, workload
+attributes, fusion.
 
 ``tune`` and ``compile`` must see the same workloads, or the schedules tuned for one
 would never be found by the other; this module is the one place that decides them.
@@ -12,10 +13,13 @@ from __future__ import annotations
 import dataclasses
 from functools import lru_cache
 
-from autosched.frontend import ModelConfig, OpGraph, capture, get_model_config
 from search_spaces import Workload
 
 from ..defaults import DEFAULT_CONTEXT
+from .capture import capture
+from .config import ModelConfig
+from .graph import OpGraph
+from .zoo import get_model_config
 
 __all__ = ["model_graph", "with_attrs", "with_context"]
 
@@ -32,7 +36,7 @@ def _normalise(graph: OpGraph, cfg: ModelConfig, capacity: int) -> OpGraph:
     nodes = []
     for n in graph.nodes:
         w = n.workload
-        if w.op == "rmsnorm":
+        if w.op in ("rmsnorm", "layernorm"):
             w = with_attrs(w, eps=cfg.rms_eps)
         elif w.op == "attention":
             w = with_attrs(w, capacity=capacity)
@@ -58,7 +62,7 @@ def model_graph(model: str | ModelConfig, *, phase: str = "decode", batch: int =
     length = context or DEFAULT_CONTEXT
     graph = _normalise(_captured(cfg, phase, batch, length), cfg, capacity or length)
     if fusion:
-        from autosched.fusion import apply_fusion
+        from autosched.fusion import apply_fusion  # the fusion pass reads frontend nouns
 
         graph = apply_fusion(graph, fusion)
     return cfg, graph

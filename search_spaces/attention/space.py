@@ -14,14 +14,18 @@ on the context length l, so one schedule serves every decoding step):
 
 Softmax always runs on the host: it needs a max and a sum over every position of a row,
 which live in different banks and channels, and the units have no exp. Attribute
-``capacity`` of the workload (default l) is the number of KV positions reserved.
+``capacity`` of the workload (default l) is the number of KV positions reserved. The
+constraints are the layout's own rules (:mod:`.rules`, checked again by
+:func:`~.geometry.plan_attention`), so the space holds exactly the points the code
+generator lays out.
 """
 
 from __future__ import annotations
 
-from search_spaces.constraints import Constraint
+from search_spaces.attention.geometry import attention_shape
+from search_spaces.attention.rules import ATTN_RULES, AttnShape, shape_reasons
+from search_spaces.constraints import Rule
 from search_spaces.domains import Categorical, Divisors, PowersOfTwo
-from search_spaces.expr import Const, Var, cdiv
 from search_spaces.params import Cond, Param
 from search_spaces.space import Space
 from search_spaces.workload import Workload
@@ -44,24 +48,31 @@ def qrow_options(g: int, q: int) -> tuple[int, ...]:
     return tuple(t for t in range(1, g * q + 1) if g * q % t == 0 and (g % t == 0 or t % g == 0))
 
 
-def _geometry(w: Workload, hw: Hardware) -> dict[str, int]:
-    dims = w.dims
-    d, e, u = dims["d"], hw.row_elems, hw.units_per_channel
-    if d % 16 or e % d or (d // 16) & (d // 16 - 1) or dims["h"] % dims["kvh"]:
-        raise AutoschedError(f"{w.key}: head dim must be 16 x a power of two dividing the "
-                             f"{e}-element row, and h a multiple of kvh")
-    uv = min(u, d // 16)
-    cpp = d // 16 // uv
-    chunk_v = hw.columns_per_row // cpp
-    return {"d": d, "ppr": e // d, "cpp": cpp, "chunk_v": chunk_v,
-            "plain": hw.org.banks_per_channel * e // d, "u": u}
+def _shape(workload: Workload, hw: Hardware) -> AttnShape:
+    """The rules' view of ``workload``; raises when no point of it can be laid out."""
+    sh = attention_shape(workload.dims, capacity_of(workload), hw)
+    why = shape_reasons(sh)
+    if why:
+        raise AutoschedError(f"{workload.key}: " + "; ".join(why))
+    return sh
+
+
+def _rules(sh: AttnShape) -> tuple[Rule, ...]:
+    out = []
+    for r in ATTN_RULES:
+        def check(values: dict, _r=r) -> str | None:
+            return _r.check(sh, values)
+
+        when = Cond("scores", r.scores) if r.scores else None
+        key = ("attention", sh.hw.fingerprint, sh.b, sh.q, sh.h, sh.kvh, sh.d, sh.cap, r.name)
+        out.append(Rule(r.name, r.reads, check, key, when))
+    return tuple(out)
 
 
 def attention_space(workload: Workload, hw: Hardware) -> Space:
     """The space of ``workload`` (family ``attention``) on ``hw``."""
-    dims, g = workload.dims, _geometry(workload, hw)
-    cap, regs, gb = capacity_of(workload), hw.pim.registers, hw.gb_elems
-    G, C = dims["h"] // dims["kvh"], hw.org.channels
+    dims, sh = workload.dims, _shape(workload, hw)
+    regs, G, C = hw.pim.registers, dims["h"] // dims["kvh"], hw.org.channels
     qrows = qrow_options(G, dims["q"])
     modes = ("dot", "lane") if hw.pim.adder_tree else ("lane",)
     params = (
@@ -74,38 +85,19 @@ def attention_space(workload: Workload, hw: Hardware) -> Space:
         Param("wsum", Categorical(("pim", "host"))),
         Param("v_qrows", Categorical(qrows), Cond("wsum", "pim")),
     )
-    kc, ss = Var("kv_channels"), Var("seq_split")
-    rows_k = max(-(-cap // (g["u"] * g["ppr"])), -(-cap // g["plain"]))
-    rows_v = max(-(-cap // g["chunk_v"]), -(-cap // g["plain"]))
-    rpp = max(1, 16 * regs // g["ppr"])
-    cons = (
-        Constraint("channels", kc * ss, "<=", C, "{expr}={lhs} channels, the device has {rhs}"),
-        Constraint("k_registers", Var("k_qrows") * Var("k_regs"), "<=", regs,
-                   "{expr}={lhs} registers per unit, the unit has {rhs}"),
-        Constraint("k_buffer", Var("k_qrows") * g["d"], "<=", gb,
-                   "{expr}={lhs} query elements overflow the global buffer ({rhs})"),
-        Constraint("v_registers", Var("v_qrows") * g["cpp"], "<=", regs,
-                   "{expr}={lhs} registers per unit, the unit has {rhs}"),
-        Constraint("v_buffer", Var("v_qrows") * g["chunk_v"], "<=", gb,
-                   "{expr}={lhs} probabilities overflow the global buffer ({rhs})"),
-        Constraint("cache_rows", Const(dims["b"] * dims["kvh"]) // kc
-                   * (cdiv(rows_k, ss) + rpp + cdiv(rows_v, ss)), "<=", hw.org.rows_per_bank,
-                   "the KV cache needs up to {lhs} rows per bank, the bank has {rhs}: use "
-                   "more channels"),
-    )
-    return Space("attention", 1, params, cons)
+    return Space("attention", 1, params, _rules(sh))
 
 
 def attention_default(workload: Workload, hw: Hardware) -> dict:
     """All channels, scores and weighted sum on PIM, the most query rows per activated row."""
-    space, dims, g = attention_space(workload, hw), workload.dims, _geometry(workload, hw)
+    space, dims, sh = attention_space(workload, hw), workload.dims, _shape(workload, hw)
     regs, gb, C = hw.pim.registers, hw.gb_elems, hw.org.channels
     G = dims["h"] // dims["kvh"]
     kc = max(v for v in space.param("kv_channels").domain.values())
     ss = max(v for v in space.param("seq_split").domain.values() if kc * v <= C)
     opts = qrow_options(G, dims["q"])
-    kq = max((t for t in opts if t <= G and t <= regs and t * g["d"] <= gb), default=1)
-    vq = max((t for t in opts if t * g["cpp"] <= regs and t * g["chunk_v"] <= gb), default=1)
+    kq = max((t for t in opts if t <= G and t <= regs and t * sh.d <= gb), default=1)
+    vq = max((t for t in opts if t * sh.cpp <= regs and t * sh.chunk_v <= gb), default=1)
     point = {"kv_channels": kc, "seq_split": ss, "scores": "pim",
              "k_mode": "dot" if hw.pim.adder_tree else "lane",
              "k_regs": max(v for v in space.param("k_regs").domain.values() if kq * v <= regs),

@@ -1,4 +1,8 @@
-"""KV-cache layout of the attention lowering: where each cached position lives.
+"""KV-cache layout of attention over a KV cache: where each cached position lives.
+
+The one home of the layout: the attention space's constraints are the rules this plan
+checks (:mod:`.rules`), and the code generator (``autosched.codegen.families.attention``)
+lowers the plan.
 
 Channels: ``seq_split`` streams ``si`` of ``kv_channels`` channels each; channel ``ch`` of
 a stream serves kv heads ``g = gs * kv_channels + ch`` for every batch row ``bi``, one
@@ -25,7 +29,9 @@ from sim.errors import AutoschedError
 from sim.hardware import Hardware
 from sim.kernels.base import ceil_div
 
-__all__ = ["AttnPlan", "Piece", "TensorLayout", "plan_attention"]
+from .rules import AttnShape, attention_reasons, shape_reasons
+
+__all__ = ["AttnPlan", "Piece", "TensorLayout", "attention_shape", "plan_attention"]
 
 
 @dataclass(frozen=True)
@@ -137,45 +143,38 @@ def _layout(kind: str, chunk: int, rpp: int, cap: int, S: int, base: int) -> Ten
     return TensorLayout(kind, chunk, rpp, ceil_div(ceil_div(cap, chunk), S), base)
 
 
+def attention_shape(w_dims: dict[str, int], cap: int, hw: Hardware) -> AttnShape:
+    """The rules' view of a workload's dims with ``cap`` positions reserved."""
+    return AttnShape(hw, *(w_dims[k] for k in ("b", "q", "h", "kvh", "d")), cap)
+
+
 def plan_attention(w_dims: dict[str, int], cap: int, point: dict, hw: Hardware) -> AttnPlan:
-    """Resolve a valid point; raises AutoschedError when the shape cannot be laid out."""
+    """Resolve a point, or raise AutoschedError naming every rule it breaks."""
+    sh = attention_shape(w_dims, cap, hw)
+    why = shape_reasons(sh, w_dims["l"]) or attention_reasons(sh, point)
+    if why:
+        raise AutoschedError("; ".join(why))
     b, q, h, kvh, d, n = (w_dims[k] for k in ("b", "q", "h", "kvh", "d", "l"))
     E, U = hw.row_elems, hw.units_per_channel
-    if d % 16 or E % d or (d // 16) & (d // 16 - 1):
-        raise AutoschedError(f"head dim {d} must be 16 times a power of two dividing the "
-                             f"{E}-element row")
-    if h % kvh:
-        raise AutoschedError(f"query heads {h} must be a multiple of kv heads {kvh}")
-    if not q <= n <= cap:
-        raise AutoschedError(f"need q={q} <= l={n} <= capacity={cap}")
-    ppr, dot = E // d, point.get("k_mode") == "dot"
+    ppr, dot = sh.ppr, point.get("k_mode") == "dot"
     rpq = point.get("k_regs", 1)
     pps = rpq * (16 if dot else 1)
     ppu = max(pps, ppr)
-    uv = min(U, d // 16)
-    cpp = d // 16 // uv
-    if U % uv:
-        raise AutoschedError(f"head dim {d}: {d // 16} e-blocks do not tile {U} units")
     S, nb = point["seq_split"], hw.org.banks_per_channel
-    plain = nb * E // d
     if point["scores"] == "pim":
         K = _layout("kpim", U * ppu, ppu // ppr, cap, S, 0)
     else:
-        K = _layout("plain", plain, 1, cap, S, 0)
+        K = _layout("plain", sh.plain, 1, cap, S, 0)
     slots = b * (kvh // point["kv_channels"])
     vbase = K.rows(slots)
     if point["wsum"] == "pim":
-        V = _layout("vpim", hw.columns_per_row // cpp, 1, cap, S, vbase)
+        V = _layout("vpim", sh.chunk_v, 1, cap, S, vbase)
     else:
-        V = _layout("plain", plain, 1, cap, S, vbase)
-    plan = AttnPlan(b=b, q=q, h=h, kvh=kvh, d=d, l=n, cap=cap, G=h // kvh,
+        V = _layout("plain", sh.plain, 1, cap, S, vbase)
+    return AttnPlan(b=b, q=q, h=h, kvh=kvh, d=d, l=n, cap=cap, G=h // kvh,
                     kc=point["kv_channels"], S=S, scores=point["scores"],
                     k_mode=point.get("k_mode", ""), rpq=rpq, qk=point.get("k_qrows", 1),
                     wsum=point["wsum"], qv=point.get("v_qrows", 1), U=U,
                     bpu=hw.pim.banks_per_unit, NB=nb, bg=hw.org.bank_groups, E=E,
-                    cpr=hw.columns_per_row, ppr=ppr, pps=pps, ppu=ppu, uv=uv, cpp=cpp, K=K, V=V)
-    if plan.rows > hw.org.rows_per_bank:
-        raise AutoschedError(f"the KV cache needs {plan.rows} rows per bank, the bank has "
-                             f"{hw.org.rows_per_bank}: spread kv heads or the sequence over "
-                             "more channels")
-    return plan
+                    cpr=hw.columns_per_row, ppr=ppr, pps=pps, ppu=ppu, uv=sh.uv, cpp=sh.cpp,
+                    K=K, V=V)

@@ -4,26 +4,27 @@
 layout and stream to the host, which multiplies (``sim.kernels.gemv_baseline``). ``pim``:
 every ``sim.kernels.GemvOpts`` decision is a parameter (``tile_outer`` is the loop order
 ``tile_outer`` when true, ``row_outer`` when false; ``interleave`` exists only on devices
-with bank-pair units). Every rule of ``sim.kernels.plan_gemv`` is a constraint here, so a
-point is valid exactly when the library kernel accepts its options (the tests check this
-both ways). ``gb_tile`` ranges over powers of two; on a device whose row geometry is not
-a power of two some modes then have no valid tile, and validation says so.
+with bank-pair units). The constraints are the kernel's own rules
+(``sim.kernels.GEMV_RULES`` for PIM, ``baseline_reason`` for the host layout) wrapped as
+:class:`~search_spaces.Rule` s, so a point is valid exactly when the kernel accepts it.
+``gb_tile`` ranges over powers of two; on a device whose row geometry is not a power of
+two some modes then have no valid tile, and validation says so.
 """
 
 from __future__ import annotations
 
-from search_spaces.constraints import Constraint
+from typing import Any
+
+from search_spaces.constraints import Rule
 from search_spaces.domains import Categorical, Divisors, IntRange, PowersOfTwo
-from search_spaces.expr import Const, Expr, Var, cdiv
 from search_spaces.params import Cond, Param
 from search_spaces.space import Space
 from search_spaces.workload import Workload
 from sim.errors import AutoschedError, check
 from sim.hardware import Hardware
-from sim.kernels import GemvOpts, plan_gemv
+from sim.kernels import GEMV_RULES, GemvOpts, GemvShape, baseline_reason, plan_gemv
 
-__all__ = ["GEMV_VERSION", "baseline_rows", "gemv_default", "gemv_modes", "gemv_space",
-           "point_opts"]
+__all__ = ["GEMV_VERSION", "gemv_default", "gemv_modes", "gemv_space", "point_opts"]
 
 GEMV_VERSION = 1
 _PIM = Cond("placement", "pim")
@@ -39,54 +40,39 @@ def gemv_modes(hw: Hardware) -> tuple[str, ...]:
     return modes
 
 
-def baseline_rows(hw: Hardware, n: int, k: int) -> int:
-    """Rows per bank the plain-memory layout of ``W[n, k]`` needs."""
-    per_row = hw.org.channels * hw.org.banks_per_channel * hw.row_elems
-    return -(-n * k // per_row)
-
-
 def _dims(w: Workload) -> tuple[int, int, int]:
     check(w.op in ("gemv", "gemm"), f"the gemv space takes gemv or gemm workloads, not {w.op}")
     d = w.dims
     return d["m"], d["n"], d["k"]
 
 
-def _mode_constraints(hw: Hardware, n: int, k: int, mode: str) -> list[Constraint]:
-    """Row-geometry, register and capacity rules of one MAC mode."""
-    p, when = hw.pim, Cond("mode", mode)
-    kr = hw.columns_per_row if mode == "bcast" else hw.row_elems
-    opr = 1 if mode == "lane" else p.register_lanes
-    t, r, br, ks = Var("gb_tile"), Var("registers"), Var("batch_rows"), Var("k_split")
-    passes = cdiv(n * ks, Var("channels") * (hw.units_per_channel * opr) * r)
-    spr = cdiv(Const(kr), t)
-    share: Expr = Const(p.register_lanes) if mode == "dot" else r
-    step = t * (1 + Var("double_buffer"))
-    ntiles = cdiv(cdiv(Const(k), ks), step) * step // t
-    stripes = r * (p.register_lanes // spr) if mode == "dot" else r // spr
-    rps: Expr = cdiv(t, kr)
-    if hw.pim.banks_per_unit == 2:
-        rps = rps // (1 + Var("interleave"))
-    out = [
-        Constraint(f"tile_{mode}", (t % kr) * (kr % t), "==", 0,
-                   f"gb_tile {{gb_tile}} must be a multiple or divisor of {kr} (k per row in "
-                   f"{mode} mode)", when),
-        Constraint(f"segments_{mode}", share % spr, "==", 0,
-                   f"gb_tile {{gb_tile}} packs {kr}/gb_tile segments per row, which must divide "
-                   f"the {'register lanes' if mode == 'dot' else 'registers'} ({share}): use a "
-                   "larger tile or more registers", when),
-        Constraint(f"live_registers_{mode}", br * r * (1 + Var("tile_outer") * (passes - 1)),
-                   "<=", p.registers,
-                   "{expr}={lhs} registers live per unit (batch_rows x registers, x passes "
-                   "when tile_outer) exceed the {rhs} available", when),
-        Constraint(f"bank_rows_{mode}", passes * ntiles * stripes * rps, "<=",
-                   hw.org.rows_per_bank,
-                   "the layout needs {lhs} rows per bank, the bank has {rhs}: use more "
-                   "channels or registers", when),
-    ]
-    if hw.pim.banks_per_unit == 2:
-        out.append(Constraint(f"interleave_{mode}", Var("interleave") * (t % (2 * kr)), "==", 0,
-                              f"interleave needs gb_tile a multiple of {2 * kr} in {mode} mode",
-                              when))
+# GemvOpts field -> space parameter; fields without a parameter take their default
+_PARAM = {"loop_order": "tile_outer"}
+_DEFAULTS = GemvOpts().to_dict()
+
+
+def _opts_view(values: dict[str, Any]) -> dict[str, Any]:
+    """The GemvOpts fields of (some of) a point's values, named as the rules read them."""
+    v = dict(values)
+    if "tile_outer" in v:
+        v["loop_order"] = "tile_outer" if v.pop("tile_outer") else "row_outer"
+    v.setdefault("interleave", False)
+    return v
+
+
+def _rules(hw: Hardware, m: int, n: int, k: int, names: set[str]) -> list[Rule]:
+    """The kernel's rules over the space's parameters ``names``."""
+    shape, out = GemvShape(hw, n, k, m), []
+    for r in GEMV_RULES:
+        reads = tuple(_PARAM.get(f, f) for f in r.reads if _PARAM.get(f, f) in names)
+        fixed = {f: _DEFAULTS[f] for f in r.reads if _PARAM.get(f, f) not in names}
+
+        def check(values: dict, _r=r, _fixed=fixed) -> str | None:
+            return _r.check(shape, {**_fixed, **_opts_view(values)})
+
+        out.append(Rule(r.name, reads, check, ("gemv", hw.fingerprint, m, n, k, r.name), _PIM))
+    out.append(Rule("host_rows", (), lambda _v: baseline_reason(hw, n, k),
+                    ("gemv_baseline", hw.fingerprint, n, k), Cond("placement", "host")))
     return out
 
 
@@ -111,19 +97,7 @@ def gemv_space(workload: Workload, hw: Hardware) -> Space:
     ]
     if p.banks_per_unit == 2:
         params.append(Param("interleave", _BOOL, _PIM))
-    cons = [
-        Constraint("k_split_divides", Var("channels") % Var("k_split"), "==", 0,
-                   "k_split {k_split} must divide channels {channels}"),
-        Constraint("gb_fits", Var("batch_rows") * Var("gb_tile") * (1 + Var("double_buffer")),
-                   "<=", hw.gb_elems,
-                   "batch_rows x gb_tile (x 2 with double_buffer) = {lhs} exceeds the global "
-                   "buffer of {rhs} elements"),
-        Constraint("host_rows", Const(baseline_rows(hw, n, k)), "<=", hw.org.rows_per_bank,
-                   "W in plain-memory layout needs {lhs} rows per bank, the bank has {rhs}",
-                   Cond("placement", "host")),
-    ]
-    for mode in modes:
-        cons += _mode_constraints(hw, n, k, mode)
+    cons = _rules(hw, m, n, k, {p.name for p in params})
     return Space(workload.op, GEMV_VERSION, tuple(params), tuple(cons))
 
 

@@ -1,24 +1,22 @@
-"""Test doubles for the search: a small GEMV lowering over ``sim.kernels.gemv``.
+"""Test double for the search: a small GEMV lowering over ``sim.kernels.gemv``.
 
 :class:`FakeGemvLowering` has a space of a few dozen points (mode, reduction split, loop
 order, interleave, double buffering), lowers every point with the shipped PIM GEMV kernel
 and can be told to fail on chosen points, so tests of the tuner, the scheduler and the
-runners do not depend on the production lowerings. Install it with
-``LOWERINGS[fam] = FakeGemvLowering(...)`` (tests use ``monkeypatch.setitem``) *after*
-importing ``autosched.codegen.families``, so the built-in registration does not replace it.
+runners control failures and exhaust a space quickly. Install it with
+``monkeypatch.setitem(LOWERINGS, "gemv", FakeGemvLowering(...))``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
+from autosched.codegen import Lowering
 from search_spaces import Categorical, PowersOfTwo, Space, Workload
 from sim.bound import bound as program_bound
 from sim.errors import AutoschedError
 from sim.hardware import Hardware
 from sim.kernels import GemvOpts, Kernel, gemv
-
-from ..codegen.lowering import Lowering
 
 __all__ = ["FakeGemvLowering", "FakeLoweringError"]
 

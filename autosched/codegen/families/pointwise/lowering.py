@@ -10,11 +10,10 @@ of the bank dtype and signals ``start``, which the PIM stream waits for.
 
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 
-from autosched.codegen.lowering import Lowering, register
+from autosched.codegen.lowering import Lowering
+from autosched.codegen.rewrite import Rewrite, rewrite_body
 from search_spaces import Space, Workload
 from search_spaces.pointwise import (
     DEFAULT_EPS,
@@ -23,11 +22,12 @@ from search_spaces.pointwise import (
     pointwise_default,
     pointwise_space,
 )
-from sim.bound import bound as program_bound
 from sim.hardware import Hardware
 from sim.isa import BufRef, HostOp, Signal, Wait, aff
 from sim.kernels import Kernel, elementwise
-from sim.program import Buffer, Loop, Node, Program, Stream
+from sim.program import Buffer, Program, Stream
+
+from .bound import pointwise_bound
 
 __all__ = ["PointwiseLowering", "binary"]
 
@@ -81,26 +81,6 @@ def _host(wl: Workload) -> Kernel:
     return _host_kernel(name, "argmax", [("x", (m, n), (m, n))], (m,))
 
 
-def _renamed(body: tuple[Node, ...], names: dict[str, str]) -> tuple[Node, ...]:
-    """``body`` with every buffer reference renamed through ``names`` (others unchanged)."""
-
-    def ref(v: object) -> object:
-        if isinstance(v, BufRef):
-            return dataclasses.replace(v, buf=names.get(v.buf, v.buf))
-        if isinstance(v, tuple) and v and isinstance(v[0], BufRef):
-            return tuple(ref(x) for x in v)
-        return v
-
-    out: list[Node] = []
-    for n in body:
-        if isinstance(n, Loop):
-            out.append(Loop(n.var, n.count, _renamed(n.body, names)))
-        else:
-            out.append(dataclasses.replace(
-                n, **{f.name: ref(getattr(n, f.name)) for f in dataclasses.fields(n)}))
-    return tuple(out)
-
-
 def _pim(wl: Workload, hw: Hardware) -> Kernel:
     """The in-bank element-wise kernel under the family's buffer names."""
     m, n, fn = wl.dims["m"], wl.dims["n"], str(wl.attr("fn"))
@@ -122,7 +102,7 @@ def _pim(wl: Workload, hw: Hardware) -> Kernel:
                                (BufRef(s, aff(0), (total,)),)))
         prep.append(Signal("start"))
     for s in lib.program.streams:
-        body = _renamed(s.body, local)
+        body = rewrite_body(s.body, Rewrite(buffers=lambda b: (local.get(b, b), 0)))
         if s.engine == "host":
             body = (*prep, *body)
         elif stage:
@@ -152,9 +132,4 @@ class PointwiseLowering(Lowering):
         return _host(workload)
 
     def bound(self, workload: Workload, hw: Hardware) -> float:
-        """Min over placements of each placement's program bound (host: the op's roofline)."""
-        points = list(self.space(workload, hw).enumerate())
-        return min(program_bound(self.lower(workload, p, hw).program, hw).ns for p in points)
-
-
-register(PointwiseLowering())
+        return pointwise_bound(workload, hw, self)

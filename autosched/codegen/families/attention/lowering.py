@@ -13,15 +13,21 @@ from __future__ import annotations
 import math
 
 from search_spaces import Space, Workload
-from search_spaces.attention import attention_default, attention_space, capacity_of
-from sim.hardware import DTYPE_BYTES, Hardware
+from search_spaces.attention import (
+    AttnPlan,
+    attention_default,
+    attention_space,
+    capacity_of,
+    plan_attention,
+)
+from sim.hardware import Hardware
 from sim.isa import BufRef, HostOp, Signal, Wait, aff
 from sim.kernels import Kernel
 from sim.program import Buffer, Node, Program, Stream
 
-from ..lowering import Lowering, register
-from .attention_pim import pim_stream
-from .kv_layout import AttnPlan, plan_attention
+from ...lowering import Lowering
+from .bound import attention_bound
+from .streams import pim_stream
 
 __all__ = ["AttentionLowering", "attention_kernel"]
 
@@ -80,26 +86,6 @@ def _no_weights(mem: object, tensors: dict) -> None:
     """Attention has no weights: the KV cache is written by the kernel itself."""
 
 
-def attention_bound(workload: Workload, hw: Hardware) -> float:
-    """Scores, then softmax, then p v: each its fastest placement, ignoring every overhead.
-
-    K and V must each be touched whole: on PIM one 16-element column per unit column slot
-    over every unit of the device, or over the external bus of every channel. The softmax
-    reads and writes ``b*q*h*l`` fp32 on the host after the scores and before p v.
-    """
-    dm = workload.dims
-    elems = dm["b"] * dm["kvh"] * dm["l"] * dm["d"]
-    units = hw.units_per_channel * hw.org.channels
-    unit_ns = hw.column_elems / hw.pim.lanes * 1e3 / hw.pim.clock_mhz
-    pim = max(math.ceil(elems / hw.column_elems / units) - 1, 0) * unit_ns
-    bus = elems * hw.elem_bytes / hw.external_bandwidth_gbps
-    one = min(pim, bus)
-    n = dm["b"] * dm["q"] * dm["h"] * dm["l"]
-    soft = hw.host.op_overhead_ns + max(5 * n / hw.host.peak_gflops,
-                                        2 * n * DTYPE_BYTES["fp32"] / hw.host.bandwidth_gbps)
-    return 2 * one + soft
-
-
 class AttentionLowering(Lowering):
     """Attention over the KV cache; no weights, the cache rows are ``Kernel.rows``."""
 
@@ -117,5 +103,3 @@ class AttentionLowering(Lowering):
     def bound(self, workload: Workload, hw: Hardware) -> float:
         return attention_bound(workload, hw)
 
-
-register(AttentionLowering())

@@ -14,31 +14,23 @@ from the workload's attrs (names as the whole-model compiler binds them):
 
 from __future__ import annotations
 
-import math
 from dataclasses import replace
 
-from autosched.codegen.lowering import Lowering, register
+from autosched.codegen.lowering import Lowering
 from autosched.codegen.rewrite import Rewrite, rewrite_body
 from search_spaces import Space, Workload
 from search_spaces.gemv import gemv_default, gemv_space, point_opts
-from sim.errors import AutoschedError, check
-from sim.hardware import DTYPE_BYTES, Hardware
+from sim.errors import AutoschedError
+from sim.hardware import Hardware
 from sim.isa import BufRef, HostOp, Signal, Wait, aff
 from sim.kernels import Kernel, gemv, gemv_baseline
 from sim.kernels.base import loop
 from sim.program import Buffer, Node, Program, Stream
 
-__all__ = ["GemvLowering", "gemv_attrs", "gemv_bound_terms"]
+from .attrs import gemv_attrs
+from .bound import gemv_bound
 
-
-def gemv_attrs(w: Workload) -> tuple[bool, str, bool]:
-    """(rmsnorm prologue, epilogue "" | "add" | "silu_mul", bias) of ``w``, checked."""
-    pro, epi, bias = w.attr("prologue", ""), w.attr("epilogue", ""), int(w.attr("bias", 0))
-    check(pro in ("", "rmsnorm"), f"gemv prologue {pro!r} unknown: use rmsnorm or none")
-    check(epi in ("", "add", "silu_mul"), f"gemv epilogue {epi!r} unknown: use add or silu_mul")
-    check(bias in (0, 1), f"gemv attr bias must be 0 or 1, got {bias}")
-    check(epi != "silu_mul" or w.dims["n"] % 2 == 0, "epilogue silu_mul needs an even n")
-    return pro == "rmsnorm", epi, bool(bias)
+__all__ = ["GemvLowering"]
 
 
 def _prologue(m: int, k: int, kp: int, eps: float) -> list[Node]:
@@ -90,47 +82,6 @@ def _epilogue(m: int, n: int, src: str, stride: int, epi: str, bias: bool
 
 def _rename_x(body: tuple[Node, ...]) -> tuple[Node, ...]:
     return rewrite_body(body, Rewrite(buffers=lambda b: ("xn" if b == "x" else b, 0)))
-
-
-def gemv_bound_terms(workload: Workload, hw: Hardware) -> dict[str, float]:
-    """Best-case ns per resource and placement; the bound is the smaller placement total.
-
-    pim (all-unit MACs, as every point of the space issues): ``columns`` = MAC column
-    commands per channel (m x n x k / column elements over all units) x the shortest
-    spacing of two all-bank column commands; ``banks`` = one bank's activations (tRCD_MAC
-    each, tRP between) plus its MACs beyond the first of each row, at the average load,
-    which the busiest bank cannot beat; ``bus`` = input broadcast plus read-out bytes per
-    channel on average over the channel bus; plus one host op after the read-out (and one
-    before the start with an rmsnorm prologue). host: every weight byte over the external
-    bus, then the matmul (roofline + dispatch), then one more op for any epilogue.
-    """
-    pro, epi, bias = gemv_attrs(workload)
-    d = workload.dims
-    m, n, k = d["m"], d["n"], d["k"]
-    org, t, tck, ov = hw.org, hw.timing, hw.org.tck_ns, hw.host.op_overhead_ns
-    eb, ab = hw.elem_bytes, DTYPE_BYTES[hw.pim.accum_dtype]
-    banks = org.channels * org.banks_per_channel
-    per_ch = m * n * k / hw.column_elems / (org.channels * hw.units_per_channel)
-    rows = n * k * eb / org.row_bytes / banks
-    cols = m * n * k / hw.column_elems / banks
-    bank_col = hw.pim_column_ns if hw.pim.banks_per_unit == 1 else t.tccd_l * tck
-    pim = {
-        "pim_columns": max(math.ceil(per_ch) - 1, 0) * hw.pim_column_ns,
-        "pim_banks": (rows * t.trcd_mac + (rows - 1) * t.trp) * tck + (cols - rows) * bank_col,
-        "pim_bus": m * (k * eb + n * ab) / org.channels / hw.channel_bus_gbps,
-    }
-    pim_total = max(pim.values()) + ov * (1 + pro)
-    mm = max(2 * m * n * k / hw.host.peak_gflops,
-             ((m * k + n * k) * eb + m * n * 4) / hw.host.bandwidth_gbps)
-    host = {"host_weights": n * k * eb / hw.external_bandwidth_gbps, "host_matmul": mm + ov}
-    host_total = sum(host.values()) + ov * bool(bias or epi)
-    return {**pim, "pim": pim_total, **host, "host": host_total,
-            "bound": min(pim_total, host_total)}
-
-
-def gemv_bound(workload: Workload, hw: Hardware) -> float:
-    """Lower bound in ns over every point of the gemv space (see gemv_bound_terms)."""
-    return gemv_bound_terms(workload, hw)["bound"]
 
 
 class GemvLowering(Lowering):
@@ -216,5 +167,3 @@ def _wrap(core: Kernel, m: int, n: int, k: int, pro: bool, epi: str, bias: bool,
                   input_shapes=tuple(i[1] for i in inputs),
                   padded_shapes=tuple(i[2] for i in inputs))
 
-
-register(GemvLowering())

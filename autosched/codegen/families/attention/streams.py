@@ -8,6 +8,7 @@ sum on PIM, wait for the probabilities (``p``), MAC them against V and signal ``
 
 from __future__ import annotations
 
+from search_spaces.attention import AttnPlan, TensorLayout
 from sim.isa import (
     Act,
     Affine,
@@ -25,8 +26,6 @@ from sim.isa import (
 )
 from sim.kernels.base import affine_sum, loop
 from sim.program import Node, Stream
-
-from .kv_layout import AttnPlan, TensorLayout
 
 __all__ = ["pim_stream", "query_groups"]
 

@@ -1,0 +1,21 @@
+"""Attention over a KV cache: its schedule space, the cache layout (its one home) and the
+layout's rules."""
+
+from search_spaces.attention.geometry import (
+    AttnPlan,
+    Piece,
+    TensorLayout,
+    attention_shape,
+    plan_attention,
+)
+from search_spaces.attention.rules import ATTN_RULES, AttnShape, cache_rows
+from search_spaces.attention.space import (
+    attention_default,
+    attention_space,
+    capacity_of,
+    qrow_options,
+)
+
+__all__ = ["ATTN_RULES", "AttnPlan", "AttnShape", "Piece", "TensorLayout", "attention_default",
+           "attention_shape", "attention_space", "cache_rows", "capacity_of", "plan_attention",
+           "qrow_options"]
