@@ -16,8 +16,8 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-from autosched.compiler import model_graph
 from autosched.database import open_database
+from autosched.frontend import model_graph
 from autosched.regress import ModelCase, TunedExport, export_from_db, get_suite, resolve_model
 from autosched.regress.files import commit_of
 from autosched.regress.suites import SUITES

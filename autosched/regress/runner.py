@@ -21,9 +21,9 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import autosched.compiler.compile as compile_mod
-from autosched.codegen.lowering import lowering_for
-from autosched.compiler import compile_model, model_graph, plain_memory_ns
-from autosched.frontend import OpGraph
+from autosched.codegen import lowering_for
+from autosched.compiler import compile_model, plain_memory_ns
+from autosched.frontend import OpGraph, model_graph
 from search_spaces import Schedule, Workload
 from search_spaces.fusion import FULL_FUSION
 from sim.errors import AutoschedError, InternalError

@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autosched.codegen.lowering import lowering_for
+from autosched.codegen import lowering_for
 from autosched.database import Database
 from autosched.frontend import OpGraph
 from search_spaces import Schedule, Workload

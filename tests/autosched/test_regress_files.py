@@ -81,7 +81,7 @@ def test_plot_draws_every_case(tmp_path: Path) -> None:
 
 
 def test_tuned_export_names_what_it_lacks(tmp_path: Path) -> None:
-    from autosched.compiler import model_graph
+    from autosched.frontend import model_graph
     from sim.hwio import load_hardware
 
     hw = load_hardware("hbm-pim")
@@ -98,8 +98,8 @@ def test_tuned_export_names_what_it_lacks(tmp_path: Path) -> None:
 def test_checked_in_data_covers_the_suite(name: str) -> None:
     """Every tuned case of the suite finds every schedule, valid in today's spaces, and
     the suite has a baseline for exactly its cases."""
-    from autosched.codegen.lowering import lowering_for
-    from autosched.compiler import model_graph
+    from autosched.codegen import lowering_for
+    from autosched.frontend import model_graph
     from autosched.regress import resolve_model
     from search_spaces.fusion import FULL_FUSION
     from sim.hwio import load_hardware
