@@ -12,6 +12,17 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", required=True, metavar="NAME|config.json")
     p.add_argument("--hw", default="hbm-pim", metavar="NAME|FILE")
     p.add_argument("--db", default=None, metavar="PATH", help="tuned-schedule database")
+    p.add_argument("--schedules", choices=("tuned", "library"), default="tuned",
+                   help="tuned: the database's (each family's default where it has none); "
+                        "library: the shipped library kernels everywhere, unfused (the "
+                        "hand-kernel baseline; the database is not read)")
+
+
+def _source(args: argparse.Namespace) -> dict:
+    """``db`` and ``schedules`` keywords of the compiler for ``--db`` / ``--schedules``."""
+    if args.schedules == "library":
+        return {"db": None, "schedules": "library"}
+    return {"db": args.db}
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -42,8 +53,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _compile(args: argparse.Namespace) -> int:
     from autosched.compiler import compile_model
 
-    cm = compile_model(args.model, args.hw, db=args.db, phase=args.phase, batch=args.batch,
-                       context=args.context)
+    cm = compile_model(args.model, args.hw, phase=args.phase, batch=args.batch,
+                       context=args.context, **_source(args))
     Path(args.out).write_text(cm.program.to_json())
     if args.asm:
         Path(args.asm).write_text(cm.program.to_asm())
@@ -58,8 +69,8 @@ def _compile(args: argparse.Namespace) -> int:
 def _simulate(args: argparse.Namespace) -> int:
     from autosched.compiler import simulate_model
 
-    f = simulate_model(args.model, args.hw, db=args.db, phase=args.phase, batch=args.batch,
-                       context=args.context)
+    f = simulate_model(args.model, args.hw, phase=args.phase, batch=args.batch,
+                       context=args.context, **_source(args))
     if args.json:
         print_json(f.to_dict())
         return 0
@@ -81,7 +92,7 @@ def _simulate(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace) -> int:
     from autosched.compiler import run_check
 
-    rep = run_check(args.model, args.hw, steps=args.steps, db=args.db, seed=args.seed)
+    rep = run_check(args.model, args.hw, steps=args.steps, seed=args.seed, **_source(args))
     if args.json:
         print_json(rep.to_dict())
     else:

@@ -15,10 +15,9 @@ from .output import print_json, table
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from autosched.regress.suites import SUITES
-
     p = sub.add_parser("regress", help="performance-regression suite against the baseline")
-    p.add_argument("--suite", choices=tuple(SUITES), default="quick")
+    p.add_argument("--suite", default="quick", metavar="quick|full",
+                   help="the suite to run (default quick)")
     p.add_argument("--cases", action="append", default=None, metavar="GLOB",
                    help="only the cases whose id matches (repeatable)")
     p.add_argument("--repeats", type=int, default=None, metavar="N",
@@ -76,9 +75,36 @@ def _row(v) -> list:
             _rel((fig(b, "bound_ns"), fig(n, "bound_ns"))), wall or "-", v.verdict]
 
 
+def _baseline(args: argparse.Namespace, suite):
+    """The baseline to compare with (a new empty one when ``--update`` creates it)."""
+    from autosched.regress.baseline import Baseline, BaselineError, baseline_path
+
+    path = args.baseline or baseline_path(suite.name)
+    try:
+        base = Baseline.load(path)
+    except BaselineError:
+        if not args.update:
+            raise
+        base = Baseline(suite.name, suite.version)
+    if base.suite != suite.name:
+        raise BaselineError(f"{path} is the baseline of suite {base.suite}, not {suite.name}")
+    return base, path
+
+
+def _print(args: argparse.Namespace, report, results, verdict: str, commit: dict) -> None:
+    if args.json:
+        print_json({**report.to_dict(), "verdict": verdict, **commit,
+                    "results": {r.case: r.to_dict() for r in results}})
+        return
+    print(table(["case", "baseline", "now", "change", "energy", "bound", "wall (x baseline)",
+                 "verdict"], [_row(v) for v in report.verdicts]))
+    print("\nbaseline and now: simulated latency in µs; energy and bound: change; wall: "
+          f"medians against the baseline's, ! beyond x{args.band:g} (never fails)")
+
+
 def _run(args: argparse.Namespace) -> int:
     from autosched.regress import Runner, get_suite
-    from autosched.regress.baseline import Baseline, BaselineError, baseline_path
+    from autosched.regress.baseline import BaselineError
     from autosched.regress.compare import compare
     from autosched.regress.files import commit_of
     from autosched.regress.history import (
@@ -97,15 +123,9 @@ def _run(args: argparse.Namespace) -> int:
              if not args.cases or any(fnmatchcase(c.id, g) for g in args.cases)]
     if not cases:
         raise BaselineError(f"no case of suite {suite.name} matches {', '.join(args.cases)}")
-    bpath = args.baseline or baseline_path(suite.name)
-    try:
-        base = Baseline.load(bpath)
-    except BaselineError:
-        if not args.update:
-            raise
-        base = Baseline(suite.name, suite.version)
-    if base.suite != suite.name:
-        raise BaselineError(f"{bpath} is the baseline of suite {base.suite}, not {suite.name}")
+    base, bpath = _baseline(args, suite)
+
+    # measure, compare, record
     runner = Runner(repeats=args.repeats or suite.repeats, tuned=args.tuned or TUNED_PATH)
     results = runner.run_all(cases, _progress(len(cases), args.quiet or args.json))
     report = compare(base, results, band=args.band, suite_ids={c.id for c in suite.cases})
@@ -114,25 +134,20 @@ def _run(args: argparse.Namespace) -> int:
     updated = args.update and not errors
     if updated:
         gone = {v.case for v in report.verdicts if v.verdict == "gone"}
-        changed = [v.case for v in report.verdicts if v.verdict not in ("ok",)]
+        changed = [v.case for v in report.verdicts if v.verdict != "ok"]
         base.without(gone).updated(results, suite_version=suite.version, reason=args.reason,
                                    commit=commit, changed=changed).save(bpath)
     verdict = "update" if updated else "fail" if report.failed else "pass"
+    entry = history_entry(suite.name, suite.version, results, verdict, commit)
     hpath = args.history or history_path(suite.name)
     if not args.no_history:
-        append_history(hpath, history_entry(suite.name, suite.version, results, verdict, commit))
-    if args.json:
-        print_json({**report.to_dict(), "verdict": verdict, **commit,
-                    "results": {r.case: r.to_dict() for r in results}})
-    else:
-        print(table(["case", "baseline", "now", "change", "energy", "bound", "wall (x baseline)",
-                     "verdict"], [_row(v) for v in report.verdicts]))
-        print("\nbaseline and now: simulated latency in µs; energy and bound: change; wall: "
-              f"medians against the baseline's, ! beyond x{args.band:g} (never fails)")
+        append_history(hpath, entry)
+
+    # report
+    _print(args, report, results, verdict, commit)
     if args.plot:
-        out = plot_history(load_history(hpath) if not args.no_history else [
-            history_entry(suite.name, suite.version, results, verdict, commit)], args.plot,
-            title=f"autosched regress --suite {suite.name}")
+        entries = [entry] if args.no_history else load_history(hpath)
+        out = plot_history(entries, args.plot, title=f"autosched regress --suite {suite.name}")
         print(f"plot: {out}", file=sys.stderr)
     if args.update:
         if errors:
@@ -142,10 +157,11 @@ def _run(args: argparse.Namespace) -> int:
         print(f"regress: baseline {bpath} updated ({args.reason.strip()})", file=sys.stderr)
         return 0
     if report.failed:
-        bad = report.failing()
-        print(f"regress: {len(bad)} of {len(report.verdicts)} cases moved or failed "
-              f"(suite {suite.name}):\n{report.summary()}\nif the change is intended, run "
-              f"autosched regress --suite {suite.name} --update --reason TEXT",
+        stale = "" if base.suite_version == suite.version else \
+            f" (the baseline is of suite v{base.suite_version}, the suite is v{suite.version})"
+        print(f"regress: {len(report.failing())} of {len(report.verdicts)} cases moved or "
+              f"failed (suite {suite.name}){stale}:\n{report.summary()}\nif the change is "
+              f"intended, run autosched regress --suite {suite.name} --update --reason TEXT",
               file=sys.stderr)
         return 1
     return 0

@@ -77,11 +77,14 @@ def _reference(cfg: ModelConfig, hw: Hardware, seed: int) -> torch.nn.Module:
 
 def run_check(model: str | ModelConfig, hw: str | Hardware, *, steps: int = 8,
               db: str | Path | Database | None = None, seed: int = 0,
-              first_token: int = 1, fusion: dict | None = None) -> RunReport:
-    """Generate ``steps`` tokens greedily on the simulator and compare each step with torch."""
+              first_token: int = 1, fusion: dict | None = None,
+              schedules: str | None = None) -> RunReport:
+    """Generate ``steps`` tokens greedily on the simulator and compare each step with torch;
+    ``schedules="library"`` runs the shipped library kernels instead of the database's."""
     hw = load_hardware(hw)
     t0 = time.perf_counter()
-    first = compile_model(model, hw, db=db, context=steps, capacity=steps, fusion=fusion)
+    first = compile_model(model, hw, db=db, context=steps, capacity=steps, fusion=fusion,
+                          schedules=schedules)
     cfg = first.cfg
     schedules = {name: c.schedule for name, c in first.choices.items()}
     ref = _reference(cfg, hw, seed)

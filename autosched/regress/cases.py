@@ -5,8 +5,9 @@ which the baseline and the history keep them:
 
 * :class:`ModelCase`: one step of a model (built-in, or one of :data:`SUITE_MODELS`) on a
   preset: phase, batch, context, the schedules (``default``: each family's hand-written
-  default; ``tuned``: the checked-in tuned-schedule export, :mod:`.tuned`) and the fusion
-  plan (``none`` or ``full``); ``baseline`` adds the plain-memory program's latency.
+  default; ``tuned``: the checked-in tuned-schedule export, :mod:`.tuned`; ``library``:
+  the shipped library kernels wherever the library has one) and the fusion plan
+  (``none`` or ``full``); ``baseline`` adds the plain-memory program's latency.
 * :class:`KernelCase`: the library GEMV of ``sim/kernels`` alone (what a hardware team
   ships), with its plain-memory baseline.
 * :class:`TuneCase`: a fixed search (one workload of a model, a budget, a seed) whose
@@ -24,7 +25,7 @@ from sim.errors import AutoschedError, check
 __all__ = ["FUSIONS", "SCHEDULES", "SUITE_MODELS", "Case", "KernelCase", "ModelCase",
            "TuneCase", "case_kind", "resolve_model"]
 
-SCHEDULES = ("default", "tuned")
+SCHEDULES = ("default", "tuned", "library")
 FUSIONS = ("none", "full")
 
 # Odd shapes in a small config: GQA 5:1, a prime intermediate size and vocabulary,

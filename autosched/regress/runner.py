@@ -4,7 +4,8 @@
 case is timed ``repeats`` times and its wall-clock figures are the medians; the simulated
 figures of every repeat must agree exactly (the simulator is deterministic; a repeat that
 differs is an internal error). A case that cannot be measured becomes a result with its
-error message and the run goes on.
+error message (a model step keeps its operators' figures when each kernel builds alone,
+e.g. when the whole program's weights do not fit the device) and the run goes on.
 
 Model cases: ``compile_s`` is ``compile_model`` on the already captured graph with the
 kernel cache emptied first (lowering, validation, linking; the torch capture is not
@@ -18,12 +19,14 @@ import statistics
 import tempfile
 import time
 from collections.abc import Callable, Iterable
+from functools import partial
 from pathlib import Path
 
 import autosched.compiler.compile as compile_mod
 from autosched.codegen import lowering_for
-from autosched.compiler import compile_model, plain_memory_ns
-from autosched.frontend import OpGraph, model_graph
+from autosched.compiler import compile_model, library_choice, plain_memory_ns
+from autosched.frontend import ModelConfig, OpGraph, model_graph
+from autosched.lookup import lookup
 from search_spaces import Schedule, Workload
 from search_spaces.fusion import FULL_FUSION
 from sim.errors import AutoschedError, InternalError
@@ -34,7 +37,8 @@ from sim.timing import simulate
 
 from .cases import Case, KernelCase, ModelCase, TuneCase, case_kind, resolve_model
 from .results import CaseResult, OpFigures
-from .tuned import TUNED_PATH, TunedExport
+from .sources import ScheduleSource
+from .tuned import TUNED_PATH, open_schedules
 
 __all__ = ["Runner", "run_case"]
 
@@ -48,16 +52,17 @@ def _timed(fn: Callable[[], object]) -> tuple[object, float]:
 class Runner:
     """Measures cases; per-operator figures are shared between the cases of one runner.
 
-    Not thread safe. ``tuned`` is the export the tuned cases use (read on first need).
+    Not thread safe. ``tuned`` is where the tuned cases' schedules come from (the
+    checked-in export by default; see :func:`.tuned.open_schedules`), opened on first need.
     """
 
-    def __init__(self, *, repeats: int = 3, tuned: str | Path | TunedExport = TUNED_PATH
-                 ) -> None:
+    def __init__(self, *, repeats: int = 3,
+                 tuned: str | Path | ScheduleSource = TUNED_PATH) -> None:
         if not isinstance(repeats, int) or repeats < 1:
             raise AutoschedError(f"repeats must be an int >= 1, got {repeats!r}")
         self.repeats = repeats
         self._tuned_src = tuned
-        self._tuned: TunedExport | None = tuned if isinstance(tuned, TunedExport) else None
+        self._tuned: ScheduleSource | None = None
         self._ops: dict[tuple[str, str, str], tuple[float, float]] = {}
         self._bounds: dict[tuple[str, str], float] = {}
 
@@ -71,7 +76,18 @@ class Runner:
                 return self._kernel(case)
             return self._tune(case)
         except AutoschedError as e:
-            return CaseResult(case.id, kind, error=" ".join(str(e).split()))
+            return CaseResult(case.id, kind, ops=self._ops_of_failed(case),
+                              error=" ".join(str(e).split()))
+
+    def _ops_of_failed(self, case: Case) -> tuple[OpFigures, ...]:
+        """A model step that could not be measured whole still has its operators' figures
+        when each kernel builds alone (e.g. a program whose weights do not fit)."""
+        if not isinstance(case, ModelCase):
+            return ()
+        try:
+            return self.kernels_alone(case)
+        except AutoschedError:
+            return ()
 
     def run_all(self, cases: Iterable[Case],
                 progress: Callable[[Case, CaseResult], None] | None = None
@@ -85,20 +101,38 @@ class Runner:
 
     # -- model steps ------------------------------------------------------------------
 
-    def tuned(self) -> TunedExport:
+    def tuned(self) -> ScheduleSource:
         if self._tuned is None:
-            self._tuned = TunedExport.load(self._tuned_src)
+            self._tuned = open_schedules(self._tuned_src)
         return self._tuned
 
     def _schedules(self, case: ModelCase, graph: OpGraph, hw: Hardware
-                   ) -> dict[str, Schedule] | None:
-        return self.tuned().schedules_for(graph, hw) if case.schedules == "tuned" else None
+                   ) -> dict[str, Schedule] | str | None:
+        """What ``compile_model(schedules=...)`` gets: the tuned source's choices, the
+        library kernels, or None (each family's default)."""
+        if case.schedules == "tuned":
+            return {k: c.schedule for k, c in self.tuned().choices(graph, hw).items()}
+        return "library" if case.schedules == "library" else None
+
+    def _step(self, case: ModelCase) -> tuple[ModelConfig, Hardware, OpGraph]:
+        cfg, hw = resolve_model(case.model), load_hardware(case.hw)
+        fusion = dict(FULL_FUSION) if case.fusion == "full" else {}
+        return cfg, hw, model_graph(cfg, fusion=fusion, phase=case.phase, batch=case.batch,
+                                    context=case.context)[1]
+
+    def kernels_alone(self, case: ModelCase) -> tuple[OpFigures, ...]:
+        """Per distinct operator of the step, its kernel built and simulated alone, without
+        linking the program (the same rows a measured case carries)."""
+        _, hw, graph = self._step(case)
+        schedules = self._schedules(case, graph, hw)
+        if not isinstance(schedules, dict):
+            choose = library_choice if schedules == "library" else partial(lookup, None)
+            schedules = {n.name: choose(n.workload, hw).schedule for n in graph}
+        return self._op_rows(graph, hw, schedules)
 
     def _model(self, case: ModelCase) -> CaseResult:
-        cfg, hw = resolve_model(case.model), load_hardware(case.hw)
+        cfg, hw, graph = self._step(case)
         step = dict(phase=case.phase, batch=case.batch, context=case.context)
-        fusion = dict(FULL_FUSION) if case.fusion == "full" else {}
-        graph = model_graph(cfg, fusion=fusion, **step)[1]
         schedules = self._schedules(case, graph, hw)
         compile_s, simulate_s, seen = [], [], set()
         for _ in range(self.repeats):
@@ -112,7 +146,7 @@ class Runner:
         if len(seen) != 1:
             raise InternalError(f"{case.id}: {len(seen)} different simulated results over "
                                 f"{self.repeats} identical runs: {sorted(seen)}")
-        ops = self._op_rows(cm)
+        ops = self._op_rows(graph, hw, {k: c.schedule for k, c in cm.choices.items()})
         bound = sum(self._bound(n.workload, hw) for n in graph)
         figures = {"latency_ns": res.latency_ns, "energy_pj": res.energy_pj,
                    "bound_ns": bound}
@@ -132,25 +166,26 @@ class Runner:
             self._bounds[key] = lowering_for(w).bound(w, hw)
         return self._bounds[key]
 
-    def _op_rows(self, cm) -> tuple[OpFigures, ...]:
-        """One row per distinct workload, in graph order, its kernel simulated alone."""
+    def _op_rows(self, graph: OpGraph, hw: Hardware, schedules: dict[str, Schedule]
+                 ) -> tuple[OpFigures, ...]:
+        """One row per distinct workload, in graph order, its kernel (as the compiler builds
+        it for the node's schedule) simulated alone."""
         groups: dict[str, list] = {}
-        for n in cm.graph:
+        for n in graph:
             groups.setdefault(n.workload.key, []).append(n)
         rows = []
         for key, nodes in groups.items():
-            first, w = nodes[0], nodes[0].workload
-            sched = cm.choices[first.name].schedule.key
-            if len({cm.choices[n.name].schedule.key for n in nodes}) != 1:
+            w, s = nodes[0].workload, schedules[nodes[0].name]
+            if len({schedules[n.name].key for n in nodes}) != 1:
                 raise InternalError(f"{key}: one workload compiled with several schedules")
-            memo = (key, sched, cm.hw.fingerprint)
+            memo = (key, s.key, hw.fingerprint)
             if memo not in self._ops:
-                res = simulate(cm.kernels[first.name].program, cm.hw)
+                res = simulate(compile_mod._build(w, s, hw).program, hw)
                 self._ops[memo] = (res.latency_ns, res.energy_pj)
             lat, energy = self._ops[memo]
             roles = tuple(dict.fromkeys(n.role for n in nodes))
-            rows.append(OpFigures(key, roles, len(nodes), lat, energy,
-                                  self._bound(w, cm.hw), sched))
+            rows.append(OpFigures(key, roles, len(nodes), lat, energy, self._bound(w, hw),
+                                  s.key))
         return tuple(rows)
 
     # -- library kernels and searches -------------------------------------------------

@@ -1,16 +1,18 @@
 """The README's tables, printed from case results (the same figures the suite gates).
 
-``experiments/bench_models.py --markdown`` and ``experiments/bench_sim.py --markdown``
-print these; the README states those commands above each table.
+``experiments/bench_models.py --markdown``, ``experiments/bench_sim.py --markdown`` and
+``experiments/bench_kernels.py`` print these; the README states those commands above each
+table.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+from .handoff import Handoff, kernels_ns
 from .results import CaseResult
 
-__all__ = ["gemv_table", "markdown", "model_table"]
+__all__ = ["gemv_table", "handoff_tables", "markdown", "model_table"]
 
 
 def markdown(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
@@ -49,3 +51,30 @@ def gemv_table(results: Sequence[CaseResult]) -> str:
                      f"{i['speedup']:.2f}"])
     return markdown(["hw", "N x K", "B", "latency µs", "bound µs", "lat/bound", "baseline µs",
                      "speedup"], rows)
+
+
+def handoff_tables(handoffs: Sequence[Handoff]) -> str:
+    """End to end per step (library kernels, defaults, tuned, tuned and fused, bound; the
+    library program's latency is "does not fit" where it cannot be linked; then the sums of
+    the kernels alone), then every operator that has a library kernel: library, default,
+    tuned, what is used."""
+    ends, ops = [], []
+    for h in handoffs:
+        model, hw = h.case.split("/")[:2]
+        lat = {k: getattr(h, k).figures.get("latency_ns") for k in ("library", "default",
+                                                                    "tuned", "fused")}
+        fmt = {k: "does not fit" if v is None else f"{v / 1e3:,.1f}" for k, v in lat.items()}
+        ends.append([model, hw, *fmt.values(), f"{h.tuned.figures['bound_ns'] / 1e3:,.1f}",
+                     "-" if h.speedup is None else f"{h.speedup:.2f}",
+                     f"{kernels_ns(h.library) / 1e3:,.1f}", f"{kernels_ns(h.tuned) / 1e3:,.1f}",
+                     f"{h.kernel_speedup:.2f}", len(h.slower_ops())])
+        ops += [[model, hw, "/".join(o.roles), o.count, f"{o.library_ns / 1e3:.2f}",
+                 f"{o.default_ns / 1e3:.2f}", f"{o.tuned_ns / 1e3:.2f}",
+                 f"{o.tuned_ns / o.library_ns:.2f}", o.uses]
+                for o in h.ops if o.library_ns is not None]
+    first = markdown(["model", "hw", "library µs", "default µs", "tuned µs", "tuned+fused µs",
+                      "bound µs", "library / tuned", "kernels alone: library µs",
+                      "tuned µs", "library / tuned", "operators slower than library"], ends)
+    second = markdown(["model", "hw", "operator", "count", "library µs", "default µs",
+                       "tuned µs", "tuned / library", "tuned program uses"], ops)
+    return first + "\n\n" + second

@@ -18,16 +18,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from autosched.codegen import lowering_for
-from autosched.database import Database
+from autosched.database import Database, open_database
 from autosched.frontend import OpGraph
+from autosched.lookup import LookupResult
 from search_spaces import Schedule, Workload
 from search_spaces.errors import ScheduleError
 from sim.errors import AutoschedError
 from sim.hardware import Hardware
 
 from .files import read_versioned, write_atomic
+from .sources import DatabaseSchedules, ScheduleSource
 
-__all__ = ["DATA_DIR", "TUNED_PATH", "TunedExport", "TunedExportError", "export_from_db"]
+__all__ = ["DATA_DIR", "TUNED_PATH", "TunedExport", "TunedExportError", "export_from_db",
+           "open_schedules"]
 
 DATA_DIR = Path(__file__).parent / "data"
 TUNED_PATH = DATA_DIR / "tuned.json"
@@ -47,17 +50,16 @@ class TunedEntry:
 
 
 @dataclass(frozen=True)
-class TunedExport:
+class TunedExport(ScheduleSource):
     """Preset name -> (fingerprint, workload key -> entry); ``tuning`` says how it was made."""
 
     hardware: dict[str, tuple[str, dict[str, TunedEntry]]] = field(default_factory=dict)
     tuning: dict = field(default_factory=dict)
 
-    def schedules_for(self, graph: OpGraph, hw: Hardware) -> dict:
-        """Node name -> exported schedule for every node of ``graph`` on preset ``hw.name``.
-
-        Raises :class:`TunedExportError` naming every workload the export lacks.
-        """
+    def choices(self, graph: OpGraph, hw: Hardware) -> dict[str, LookupResult]:
+        """Node name -> exported schedule (kind ``exact``) for every node of ``graph`` on
+        preset ``hw.name``. Raises :class:`TunedExportError` naming every workload the
+        export lacks."""
         _, entries = self.hardware.get(hw.name, ("", {}))
         missing = sorted({n.workload.key for n in graph if n.workload.key not in entries})
         if missing:
@@ -66,7 +68,8 @@ class TunedExport:
                 f"{len(missing)} workload(s) ({', '.join(missing[:3])}"
                 f"{', ...' if len(missing) > 3 else ''}): regenerate it with "
                 "python -m experiments.regress_tune")
-        return {n.name: entries[n.workload.key].schedule for n in graph}
+        return {n.name: LookupResult("exact", n.workload, entries[n.workload.key].schedule)
+                for n in graph}
 
     def merged(self, other: TunedExport) -> TunedExport:
         """This export with ``other``'s entries added (``other`` wins on a clash)."""
@@ -121,3 +124,16 @@ def export_from_db(db: Database, workloads: Iterable[Workload], hw: Hardware,
                                f"{', '.join(sorted(set(missing)))}: tune them first")
     return TunedExport({hw.name: (hw.fingerprint, entries)}, dict(tuning or {}))
 
+
+def open_schedules(src: str | Path | ScheduleSource | Database) -> ScheduleSource:
+    """A source as given; a ``.json`` path is an export; any other path or URL a database."""
+    if isinstance(src, ScheduleSource):
+        return src
+    if isinstance(src, Database):
+        return DatabaseSchedules(src)
+    if str(src).endswith(".json"):
+        return TunedExport.load(src)
+    if "://" not in str(src) and not Path(src).exists():
+        raise TunedExportError(f"no tuning database at {src}: tune first (autosched tune) "
+                               "or give a tuned-schedule export (.json)")
+    return DatabaseSchedules(open_database(src))

@@ -126,10 +126,11 @@ class TaskScheduler:
         if budget < 0:
             raise SearchError(f"the budget must be >= 0 measurements, got {budget}")
         used = 0
-        # warm-up: every task's default first (so no task is left with nothing measured
-        # while another has its full warm-up), then the rest of each task's warm-up
-        want = [max(self.warmup - t.measured, 0) for t in self.tuners]
-        first = [min(w, 1) for w in want]
+        # warm-up: every task's named points first (its default and library kernel, so no
+        # task is left with nothing measured while another has its full warm-up, and no
+        # tuned task ends slower than the library), then the rest of each task's warm-up
+        want = [max(self.warmup - t.measured, t.named_pending) for t in self.tuners]
+        first = [min(w, max(t.named_pending, 1)) for w, t in zip(want, self.tuners, strict=True)]
         first = [n if sum(first[:i]) + n <= budget else 0 for i, n in enumerate(first)]
         left = budget - sum(first)
         rest = []

@@ -48,8 +48,10 @@ EXTRA_FACTOR = 16  # random unmeasured valid points per slot joining the ranked 
 class TaskTuner:
     """Tunes ``workload`` (occurring ``count`` times per model step) on ``hw``.
 
-    The lowering's default schedule is measured first unless ``start_from_default`` is
-    False (a cold search, as the search-efficiency benchmark runs every strategy).
+    The space's named points (the lowering's default and, where the family has one, the
+    shipped library kernel) are measured first unless ``start_from_default`` is False (a
+    cold search, as the search-efficiency benchmark runs every strategy); so the best
+    schedule of a tuned task is never slower than the library kernel.
     """
 
     def __init__(self, workload: Workload, count: int, hw: Hardware, *, db: Database | str,
@@ -76,10 +78,14 @@ class TaskTuner:
                                   n_objectives=2 if multi_objective else 1)
         self.exhausted = False
         self._resume()
-        self.default = Schedule.of(self.space, self.lowering.default(workload, hw))
-        self._first = [self.default.key] if start_from_default else []
-        if start_from_default and self.default.key not in self._by_key:
-            self.study.enqueue_trial(self.default.point)
+        named = {k: Schedule.of(self.space, p)
+                 for k, p in self.lowering.named_points(workload, hw).items()}
+        self.default = named["default"]
+        first = {s.key: s for s in named.values()} if start_from_default else {}
+        self._first = list(first)
+        for key, s in first.items():
+            if key not in self._by_key:
+                self.study.enqueue_trial(s.point)
 
     # ----------------------------------------------------------------- state
     @property
@@ -92,6 +98,11 @@ class TaskTuner:
         """The fastest successful measurement so far."""
         ok = [m for m in self.measurements if m.ok]
         return min(ok, key=lambda m: m.latency_ns) if ok else None
+
+    @property
+    def named_pending(self) -> int:
+        """Named points (default, library) still to measure."""
+        return sum(k not in self._by_key for k in self._first)
 
     @property
     def default_measurement(self) -> Measurement | None:
@@ -147,7 +158,7 @@ class TaskTuner:
         valid points when it keeps repeating itself). With one: up to ``ASK_FACTOR`` asks
         per slot are lowered, ``EXTRA_FACTOR`` random unmeasured valid points per slot
         join them, and the model's top ``n_measure - n_explore`` plus ``n_explore``
-        random others are kept. The enqueued default is always kept. An empty list means
+        random others are kept. The enqueued named points are always kept. An empty list means
         the space is exhausted. Call :meth:`record` with the results.
         """
         if n_measure < 1 or n_explore < 0:

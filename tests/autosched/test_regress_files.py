@@ -88,7 +88,7 @@ def test_tuned_export_names_what_it_lacks(tmp_path: Path) -> None:
     graph = model_graph("llama-tiny", context=16)[1]
     export = TunedExport({hw.name: (hw.fingerprint, {})})
     with pytest.raises(TunedExportError, match="no schedule on hbm-pim for 13 workload"):
-        export.schedules_for(graph, hw)
+        export.choices(graph, hw)
     (tmp_path / "t.json").write_text('{"format": 1, "hardware": {"x": {}}}')
     with pytest.raises(TunedExportError, match="malformed"):
         TunedExport.load(tmp_path / "t.json")
@@ -116,7 +116,7 @@ def test_checked_in_data_covers_the_suite(name: str) -> None:
         graph = model_graph(resolve_model(c.model), phase=c.phase, batch=c.batch,
                             context=c.context,
                             fusion=dict(FULL_FUSION) if c.fusion == "full" else {})[1]
-        for node, s in export.schedules_for(graph, hw).items():
+        for node, choice in export.choices(graph, hw).items():
             w = graph.node(node).workload
-            assert isinstance(s, Schedule)
-            lowering_for(w).space(w, hw).check(s.point)
+            assert isinstance(choice.schedule, Schedule) and choice.workload == w
+            lowering_for(w).space(w, hw).check(choice.schedule.point)
