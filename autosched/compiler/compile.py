@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from autosched.codegen import Fragment, Linked, link
-from autosched.codegen.registry import build, lowering_for
+from autosched.codegen.registry import build, lowering_for, space_of
 from autosched.database import Database, open_database
 from autosched.frontend import (
     LlamaModel,
@@ -106,7 +106,7 @@ def library_choice(workload: Workload, hw: Hardware) -> LookupResult:
     """The shipped library kernel's point (kind ``library``) where the library has a kernel
     for ``workload``, else the family's default (kind ``default``)."""
     low = lowering_for(workload)
-    space = low.space(workload, hw)
+    space = space_of(workload, hw)
     lib = low.library(workload, hw)
     if lib is None:
         return LookupResult("default", workload, Schedule.of(space, low.default(workload, hw)))

@@ -17,10 +17,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autosched.codegen import lowering_for
+from autosched.codegen.registry import space_of
 from autosched.database import Database, open_database
 from autosched.frontend import OpGraph
 from autosched.lookup import LookupResult
+from autosched.measure.record import RecordKey
 from search_spaces import Schedule, Workload
 from search_spaces.errors import ScheduleError
 from sim.errors import AutoschedError
@@ -113,8 +114,8 @@ def export_from_db(db: Database, workloads: Iterable[Workload], hw: Hardware,
     entries: dict[str, TunedEntry] = {}
     missing = []
     for w in workloads:
-        space = lowering_for(w).space(w, hw)
-        best = db.best(w, hw.fingerprint, space=space.name, space_version=space.version)
+        space = space_of(w, hw)
+        best = db.best(RecordKey.current(w, hw.fingerprint, space.name, space.version))
         if best is None:
             missing.append(w.key)
         else:

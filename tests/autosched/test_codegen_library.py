@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from autosched.codegen import build, lowering_for
+from autosched.codegen.registry import space_of
 from autosched.compiler import compile_model, run_check
 from autosched.database import open_database
 from autosched.search import tune_tasks
@@ -29,6 +30,8 @@ def test_gemv_library_point_is_the_shipped_kernel(hw: str, n: int, k: int) -> No
     point = low.library(w, h)
     assert point is not None and point["placement"] == "pim"
     low.space(w, h).check(point)
+    space_of(w, h).check(point)  # the cached space the compiler and lookup use
+    assert space_of(w, h) == low.space(w, h)
     ours = simulate(build(w, point, h).program, h)
     shipped = simulate(gemv(h, n, k, 1).program, h)
     assert (ours.latency_ns, ours.energy_pj) == (shipped.latency_ns, shipped.energy_pj)
