@@ -26,7 +26,8 @@ __all__ = ["LookupResult", "lookup", "shape_distance"]
 
 @dataclass(frozen=True)
 class LookupResult:
-    """``kind`` is exact | nearest | default; ``source`` is the measurement reused, if any.
+    """``kind`` is exact | nearest | default (or, from the compiler, library | given |
+    baseline); ``source`` is the measurement reused, if any.
 
     ``stale`` lists (space version, simulator version, records) of this workload on this
     hardware that did not count because their versions differ from the current ones.

@@ -3,9 +3,11 @@
 Prints, per preset and shape, the simulated latency, the analytical bound, the
 plain-memory baseline (the same device as ordinary DRAM, weights streamed to the host),
 the PIM speedup over that baseline and the simulator's own wall time; then the speed of
-the simulator itself (extrapolated and unrolled).
+the simulator itself (extrapolated and unrolled). The GEMV cases are the regression
+suite's (``autosched regress --suite full`` gates the same figures) and run through its
+runner; ``--markdown`` prints the README's table.
 
-    python experiments/bench_sim.py [--json] [--presets hbm-pim,aim-gddr6]
+    python experiments/bench_sim.py [--json | --markdown] [--presets hbm-pim,aim-gddr6]
 """
 
 from __future__ import annotations
@@ -14,16 +16,15 @@ import argparse
 import json
 import time
 
-from sim.figures import gemv_figures
+from autosched.regress import KernelCase, run_case
+from autosched.regress.suites import GEMV_BATCHES, GEMV_SHAPES
+from autosched.regress.tables import gemv_table
 from sim.hardware import Hardware
 from sim.hwio import list_presets, load_hardware
 from sim.isa import Act, Mac, Pre, aff
 from sim.kernels import gemv
 from sim.program import Loop, Program, Stream
 from sim.timing import simulate
-
-SHAPES = [(4096, 4096), (4096, 11008), (11008, 4096), (4096, 14336), (4096, 32000)]
-BATCHES = [1, 2, 4]
 
 
 def _single_column_program(hw: Hardware, rows: int) -> Program:
@@ -59,21 +60,29 @@ def speed(hw_name: str) -> list[dict]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--markdown", action="store_true", help="the README's table")
     ap.add_argument("--presets", default=",".join(list_presets()))
     args = ap.parse_args()
-    rows = [gemv_figures(hw, n, k, b) for hw in args.presets.split(",")
-            for (n, k) in SHAPES for b in BATCHES]
+    rows = [run_case(KernelCase(hw, n, k, b)) for hw in args.presets.split(",")
+            for (n, k) in GEMV_SHAPES for b in GEMV_BATCHES]
+    failed = [r for r in rows if not r.ok]
+    if failed:
+        raise SystemExit("\n".join(f"{r.case}: {r.error}" for r in failed))
+    if args.markdown:
+        print(gemv_table(rows))
+        return
     speeds = [s for hw in args.presets.split(",") for s in speed(hw)]
     if args.json:
-        print(json.dumps({"gemv": rows, "speed": speeds}, indent=2))
+        print(json.dumps({"gemv": {r.case: r.to_dict() for r in rows}, "speed": speeds},
+                         indent=2))
         return
-    print(f"{'hw':<10} {'N x K':>12} {'B':>2} {'latency us':>11} {'bound us':>9} "
-          f"{'lat/bound':>9} {'baseline us':>11} {'speedup':>8} {'sim s':>6}")
+    print(f"{'case':<38} {'latency us':>11} {'bound us':>9} {'lat/bound':>9} "
+          f"{'baseline us':>11} {'speedup':>8} {'sim s':>6}")
     for r in rows:
-        print(f"{r['hw']:<10} {r['out']:>6}x{r['in']:<5} {r['batch']:>2} "
-              f"{r['latency_ns'] / 1e3:>11.2f} {r['bound_ns'] / 1e3:>9.2f} "
-              f"{r['latency_ns'] / r['bound_ns']:>9.2f} {r['baseline_ns'] / 1e3:>11.2f} "
-              f"{r['speedup']:>8.2f} {r['sim_wall_s']:>6.3f}")
+        f, i = r.figures, r.info
+        print(f"{r.case:<38} {f['latency_ns'] / 1e3:>11.2f} {f['bound_ns'] / 1e3:>9.2f} "
+              f"{i['latency_over_bound']:>9.2f} {f['baseline_ns'] / 1e3:>11.2f} "
+              f"{i['speedup']:>8.2f} {r.wall['simulate_s']:>6.3f}")
     print()
     print(f"{'hw':<10} {'shape':>11} {'sim s':>9} {'extrap/unrolled':>15} "
           f"{'unrolled cmds/s (1 col each)':>29}")

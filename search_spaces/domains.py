@@ -20,7 +20,8 @@ from search_spaces.errors import SpaceError
 if TYPE_CHECKING:
     import optuna
 
-__all__ = ["Categorical", "Divisors", "Domain", "IntRange", "PowersOfTwo", "Value", "norm", "same"]
+__all__ = ["Categorical", "Divisors", "Domain", "IntRange", "PowersOfTwo", "PowersOfTwoAnd",
+           "Value", "norm", "same"]
 
 Value = int | str | bool
 _PLAIN = (int, str, bool)
@@ -194,6 +195,25 @@ class PowersOfTwo(Domain):
                 out.append(p)
             p *= 2
         return tuple(out)
+
+
+@dataclass(frozen=True)
+class PowersOfTwoAnd(PowersOfTwo):
+    """The powers of two in ``[lo, hi]`` and the ``extra`` ints (a shipped kernel's own
+    choice that is not a power of two), in increasing order; one feature slot, like
+    :class:`PowersOfTwo`."""
+
+    extra: tuple[int, ...] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "extra", tuple(self.extra))
+        if not all(_is_int(x) and x >= 1 for x in self.extra):
+            raise SpaceError(f"PowersOfTwoAnd extra values must be ints >= 1: {self}")
+        super().__post_init__()
+
+    @cached_property
+    def _values(self) -> tuple[Value, ...]:
+        return tuple(sorted(set(PowersOfTwo(self.lo, self.hi).values()) | set(self.extra)))
 
 
 @dataclass(frozen=True)

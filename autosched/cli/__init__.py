@@ -13,11 +13,22 @@ from collections.abc import Sequence
 
 from sim.errors import AutoschedError
 
-from . import compile_cmds, db_cmd, hw_cmd, lookup_cmd, models_cmd, sim_cmd, tune_cmd
+from . import (
+    compile_cmds,
+    db_cmd,
+    hw_cmd,
+    kernels_cmd,
+    lookup_cmd,
+    models_cmd,
+    regress_cmd,
+    sim_cmd,
+    tune_cmd,
+)
 
 __all__ = ["main"]
 
-COMMANDS = (hw_cmd, sim_cmd, models_cmd, tune_cmd, lookup_cmd, db_cmd, compile_cmds)
+COMMANDS = (hw_cmd, sim_cmd, models_cmd, tune_cmd, lookup_cmd, db_cmd, compile_cmds, regress_cmd,
+            kernels_cmd)
 
 
 class _Parser(argparse.ArgumentParser):

@@ -2,7 +2,9 @@
 
 All three read tuned schedules from ``--db``, by default the database ``tune`` writes
 (``autosched.db``) when it exists, and say which schedule each operator used: exact
-(tuned for it), nearest (tuned for a similar shape) or default.
+(tuned for it), nearest (tuned for a similar shape) or default; ``--schedules library``
+builds the hand-kernel baseline instead (each family's shipped library kernel, its default
+where the library has none).
 """
 
 from __future__ import annotations
@@ -22,6 +24,10 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--db", default=None, metavar="PATH|URL",
                    help=f"tuned-schedule database (default: {DB_DEFAULT} if it exists); "
                         "'none' for the default schedules")
+    p.add_argument("--schedules", choices=("tuned", "library"), default="tuned",
+                   help="tuned: the database's (each family's default where it has none); "
+                        "library: the shipped library kernels wherever the library has one "
+                        "(the hand-kernel baseline; the database is not read)")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -60,6 +66,14 @@ def schedule_db(where: str | None):
     return open_existing(where), where
 
 
+def schedule_source(args: argparse.Namespace) -> tuple[object, str, dict]:
+    """(database or None, how to name the source, further compiler keywords) for ``--db``
+    and ``--schedules``."""
+    if args.schedules == "library":
+        return None, "the library kernels (--schedules library)", {"schedules": "library"}
+    return (*schedule_db(args.db), {})
+
+
 def schedule_report(choices: dict, graph, source: str) -> list[str]:
     """One line of counts, then one line per distinct workload: kind, workload, roles."""
     counts: dict[str, int] = {}
@@ -71,7 +85,8 @@ def schedule_report(choices: dict, graph, source: str) -> list[str]:
         if n.role and n.role not in row[1]:
             row[1].append(n.role)
     head = f"schedules from {source}: " + ", ".join(
-        f"{counts[k]} {k}" for k in ("exact", "nearest", "default", "given", "baseline")
+        f"{counts[k]} {k}" for k in ("exact", "nearest", "library", "default", "given",
+                                        "baseline")
         if k in counts)
     lines = [head]
     for wkey, (res, roles) in rows.items():
@@ -101,9 +116,9 @@ def _compile(args: argparse.Namespace) -> int:
     _check_step(args)
     out = output_file(args.out, "-o", force=True)  # a program file is rewritten (atomically)
     asm = output_file(args.asm, "--asm", force=True) if args.asm else None
-    db, source = schedule_db(args.db)
+    db, source, kw = schedule_source(args)
     cm = compile_model(args.model, args.hw, db=db, phase=args.phase, batch=args.batch,
-                       context=args.context)
+                       context=args.context, **kw)
     write_atomic(out, lambda p: p.write_text(cm.program.to_json()))
     if asm is not None:
         write_atomic(asm, lambda p: p.write_text(cm.program.to_asm()))
@@ -119,9 +134,9 @@ def _simulate(args: argparse.Namespace) -> int:
     from autosched.compiler import simulate_model
 
     _check_step(args)
-    db, source = schedule_db(args.db)
+    db, source, kw = schedule_source(args)
     f = simulate_model(args.model, args.hw, db=db, phase=args.phase, batch=args.batch,
-                       context=args.context)
+                       context=args.context, **kw)
     if args.json:
         print_json({**f.to_dict(), "schedules_from": source})
         return 0
@@ -147,10 +162,11 @@ def _run(args: argparse.Namespace) -> int:
     from autosched.compiler import compile_model, run_check
 
     positive(args.steps, "--steps")
-    db, source = schedule_db(args.db)
+    db, source, kw = schedule_source(args)
     # the same first compile run_check makes (its kernels are cached): which schedules
-    first = compile_model(args.model, args.hw, db=db, context=args.steps, capacity=args.steps)
-    rep = run_check(args.model, args.hw, steps=args.steps, db=db, seed=args.seed)
+    first = compile_model(args.model, args.hw, db=db, context=args.steps, capacity=args.steps,
+                          **kw)
+    rep = run_check(args.model, args.hw, steps=args.steps, db=db, seed=args.seed, **kw)
     lines = schedule_report(first.choices, first.graph, source)
     if args.json:
         print_json({**rep.to_dict(), "schedules_from": source, "schedules": lines[1:]})

@@ -52,3 +52,17 @@ class Lowering(abc.ABC):
     def tensors(self, workload: Workload) -> tuple[str, ...]:
         """Names of the weight tensors ``place`` expects (none by default)."""
         return ()
+
+    def library(self, workload: Workload, hw: Hardware) -> dict | None:
+        """The point of the space that is the shipped library kernel (``sim/kernels``, as a
+        hardware team hands it over) for ``workload``; None when the library has no kernel
+        for it (the default: families without one) or the kernel does not fit."""
+        return None
+
+    def named_points(self, workload: Workload, hw: Hardware) -> dict[str, dict]:
+        """The space's named points: ``default`` and, where there is one, ``library``."""
+        named = {"default": self.default(workload, hw)}
+        lib = self.library(workload, hw)
+        if lib is not None:
+            named["library"] = lib
+        return named

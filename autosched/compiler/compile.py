@@ -4,8 +4,10 @@ Every node's output lives in a global host buffer named after the node. At one r
 (decode, batch 1) producers that feed a concatenation write straight into windows of a
 shared buffer and consumers read windows of their producer; with several rows, host
 glue kernels copy instead. Schedules come from the database (exact, nearest, default:
-``autosched.lookup``), from an explicit per-node mapping, or, for the plain-memory
-baseline, from forcing every family's host placement.
+``autosched.lookup``), from an explicit per-node mapping, from the shipped library
+kernels (``schedules="library"``: each family's ``library`` point, its default where the
+library has no kernel), or, for the plain-memory baseline, from forcing every family's
+host placement.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from autosched.codegen import Fragment, Linked, link
-from autosched.codegen.registry import build, lowering_for
+from autosched.codegen.registry import build, lowering_for, space_of
 from autosched.database import Database, open_database
 from autosched.frontend import (
     ModelConfig,
@@ -30,7 +32,7 @@ from autosched.frontend.checkpoint import Weights
 from autosched.fusion import TOKEN_IDS, FusedView, operands, output_width
 from autosched.lookup import LookupResult, lookup
 from search_spaces import Schedule, Workload
-from sim.errors import InternalError, ProgramError
+from sim.errors import AutoschedError, InternalError, ProgramError
 from sim.hardware import Hardware
 from sim.hwio import load_hardware
 from sim.kernels import Kernel
@@ -39,7 +41,7 @@ from sim.validate import validate
 from .glue import gather
 from .weights import node_constants, node_weights
 
-__all__ = ["CompiledModel", "compile_model", "host_schedule", "plan_key"]
+__all__ = ["CompiledModel", "compile_model", "host_schedule", "library_choice", "plan_key"]
 
 
 @dataclass
@@ -100,6 +102,17 @@ def host_schedule(workload: Workload, hw: Hardware) -> Schedule:
     return Schedule.of(space, space.fill(choose))
 
 
+def library_choice(workload: Workload, hw: Hardware) -> LookupResult:
+    """The shipped library kernel's point (kind ``library``) where the library has a kernel
+    for ``workload``, else the family's default (kind ``default``)."""
+    low = lowering_for(workload)
+    space = space_of(workload, hw)
+    lib = low.library(workload, hw)
+    if lib is None:
+        return LookupResult("default", workload, Schedule.of(space, low.default(workload, hw)))
+    return LookupResult("library", workload, Schedule.of(space, lib))
+
+
 @lru_cache(maxsize=4096)
 def _build(w: Workload, s: Schedule, hw: Hardware) -> Kernel:
     """Lowering is deterministic: each (workload, schedule, hardware) is built once."""
@@ -110,9 +123,14 @@ class _Builder:
     """Per-compilation state: schedule choices, kernel cache, fragments in order."""
 
     def __init__(self, graph: OpGraph, hw: Hardware, db: Database | None,
-                 schedules: dict[str, Schedule] | None, placement: str | None) -> None:
+                 schedules: dict[str, Schedule] | str | None, placement: str | None) -> None:
         self.graph, self.hw, self.db = graph, hw, db
-        self.schedules, self.placement = schedules or {}, placement
+        self.library = schedules == "library"
+        if isinstance(schedules, str) and not self.library:
+            raise AutoschedError(f"schedules {schedules!r}: give a node -> schedule mapping "
+                                 "or 'library'")
+        self.schedules = {} if self.library else schedules or {}
+        self.placement = placement
         self.choices: dict[str, LookupResult] = {}
         self.kernels: dict[str, Kernel] = {}
         self.frags: list[Fragment] = []
@@ -144,7 +162,8 @@ class _Builder:
         if self.placement == "host":
             return LookupResult("baseline", w, host_schedule(w, self.hw))
         if w.key not in self._looked:
-            self._looked[w.key] = lookup(self.db, w, self.hw)
+            self._looked[w.key] = library_choice(w, self.hw) if self.library \
+                else lookup(self.db, w, self.hw)
         return self._looked[w.key]
 
     def kernel(self, w: Workload, s: Schedule) -> Kernel:
@@ -197,13 +216,16 @@ def plan_key(model: str, phase: str, batch: int) -> str:
 def compile_model(model: str | ModelConfig | None, hw: str | Hardware, *,
                   db: str | Path | Database | None = None, phase: str = "decode",
                   batch: int = 1, context: int | None = None, capacity: int | None = None,
-                  fusion: dict | None = None, schedules: dict[str, Schedule] | None = None,
+                  fusion: dict | None = None,
+                  schedules: dict[str, Schedule] | str | None = None,
                   placement: str | None = None, graph: OpGraph | None = None) -> CompiledModel:
     """Compile one step of ``model`` for ``hw`` into a single program.
 
     ``fusion``: a plan (``{}`` for none); None means the plan ``tune`` stored in ``db``
     for this model step, or none. ``model`` may be None when ``graph`` is given (the
     torch.compile backend's graphs have no config); ``CompiledModel.cfg`` is then None.
+    ``schedules``: node name -> schedule (others looked up), or ``"library"`` for the
+    shipped library kernels everywhere (see the module docstring).
     """
     hw = load_hardware(hw)
     database = open_database(db) if db is not None else None

@@ -85,14 +85,15 @@ def simulate_model(model: str | ModelConfig, hw: str | Hardware, *,
                    db: str | Path | Database | None = None, phase: str = "decode",
                    batch: int = 1, context: int | None = None,
                    fusion: dict | None = None, baseline: bool = True,
-                   graph: OpGraph | None = None) -> ModelFigures:
+                   graph: OpGraph | None = None, schedules: str | None = None) -> ModelFigures:
     """Compile and simulate one step of ``model``, with its bound and (unless
     ``baseline`` is false, then nan) the plain-memory baseline. ``graph``: the step's
-    graph already captured (and fused) by the caller."""
+    graph already captured (and fused) by the caller. ``schedules="library"``: the
+    shipped library kernels instead of the database's schedules."""
     hw = load_hardware(hw)
     t0 = time.perf_counter()
     cm = compile_model(model, hw, db=db, phase=phase, batch=batch, context=context,
-                       fusion=fusion, graph=graph)
+                       fusion=fusion, graph=graph, schedules=schedules)
     res = simulate(cm.program, hw)
     base_ns = plain_memory_ns(model, hw, phase=phase, batch=batch, context=context) \
         if baseline else math.nan

@@ -88,17 +88,20 @@ def _generate(ref: torch.nn.Module, first_token: int, steps: int) -> tuple[int, 
 
 def run_check(model: Any, hw: str | Hardware, *, steps: int = 8,
               db: str | Path | Database | None = None, seed: int = 0,
-              first_token: int = 1, fusion: dict | None = None) -> RunReport:
+              first_token: int = 1, fusion: dict | None = None,
+              schedules: str | None = None) -> RunReport:
     """Generate ``steps`` tokens greedily on the simulator and compare each step with the
     ``transformers`` model (``model``: name, config.json, checkpoint folder, config or
-    ``transformers`` model; ``seed`` draws the weights when there are none)."""
+    ``transformers`` model; ``seed`` draws the weights when there are none);
+    ``schedules="library"`` runs the shipped library kernels instead of the database's."""
     from transformers import StaticCache
 
     hw = load_hardware(hw)
     t0 = time.perf_counter()
     src = load_source(model, dtype=hw.pim.dtype, seed=seed)
     cfg, ref = src.cfg, src.reference
-    first = compile_model(cfg, hw, db=db, context=steps, capacity=steps, fusion=fusion)
+    first = compile_model(cfg, hw, db=db, context=steps, capacity=steps, fusion=fusion,
+                          schedules=schedules)
     schedules = {name: c.schedule for name, c in first.choices.items()}
     mem = DeviceMemory(hw)
     first.place(mem, src.weights)

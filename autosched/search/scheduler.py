@@ -237,11 +237,12 @@ class TaskScheduler:
         the plans in contention is exhausted or settled by a model exact on it."""
         if budget < 0:
             raise SearchError(f"the budget must be >= 0 measurements, got {budget}")
-        # warm-up 1: every task's default (so every plan has an estimate and no task is
-        # left with nothing measured while another has its full warm-up)
-        first = [1 if t.measured == 0 else 0 for t in self.tuners]
+        # warm-up 1: every task's named points (its default and library kernel, so every
+        # plan has an estimate, no task is left with nothing measured while another has its
+        # full warm-up, and no tuned task ends slower than the library)
+        first = [max(t.named_pending, 1 if t.measured == 0 else 0) for t in self.tuners]
         first = [n if sum(first[:i]) + n <= budget else 0 for i, n in enumerate(first)]
-        used = self._measure([(i, 1) for i, n in enumerate(first) if n], 0, budget, progress)
+        used = self._measure([(i, n) for i, n in enumerate(first) if n], 0, budget, progress)
         # warm-up 2, for tasks scored without predictions: the rest of their warm-up,
         # tasks of the plans in contention only
         w, left, picks = self.weights(), budget - used, []

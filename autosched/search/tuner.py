@@ -56,8 +56,10 @@ NOISE_FLOOR = 0.01  # never trust a predicted gain below 0.7 %
 class TaskTuner:
     """Tunes ``workload`` (occurring ``count`` times per model step) on ``hw``.
 
-    The lowering's default schedule is measured first unless ``start_from_default`` is
-    False (a cold search, as the search-efficiency benchmark runs every strategy).
+    The space's named points (the lowering's default and, where the family has one, the
+    shipped library kernel) are measured first unless ``start_from_default`` is False (a
+    cold search, as the search-efficiency benchmark runs every strategy); so the best
+    schedule of a tuned task is never slower than the library kernel.
     """
 
     def __init__(self, workload: Workload, count: int, hw: Hardware, *, db: Database | str,
@@ -88,10 +90,14 @@ class TaskTuner:
         self._outlook: tuple[tuple, tuple[float, float] | None] | None = None
         self._surrogate: SpaceSurrogate | None = None
         self._resume()
-        self.default = Schedule.of(self.space, self.lowering.default(workload, hw))
-        self._first = [self.default.key] if start_from_default else []
-        if start_from_default and self.default.key not in self._by_key:
-            self.study.enqueue_trial(self.default.point)
+        named = {k: Schedule.of(self.space, p)
+                 for k, p in self.lowering.named_points(workload, hw).items()}
+        self.default = named["default"]
+        first = {s.key: s for s in named.values()} if start_from_default else {}
+        self._first = list(first)
+        for key, s in first.items():
+            if key not in self._by_key:
+                self.study.enqueue_trial(s.point)
 
     # ----------------------------------------------------------------- state
     @property
@@ -104,6 +110,11 @@ class TaskTuner:
         """The fastest successful measurement so far."""
         ok = [m for m in self.measurements if m.ok]
         return min(ok, key=lambda m: m.latency_ns) if ok else None
+
+    @property
+    def named_pending(self) -> int:
+        """Named points (default, library) still to measure."""
+        return sum(k not in self._by_key for k in self._first)
 
     @property
     def default_measurement(self) -> Measurement | None:
@@ -160,8 +171,8 @@ class TaskTuner:
         spaces ``SURROGATE_FACTOR`` per slot of the unlowered points a
         :class:`SpaceSurrogate` of the model's scores likes best; its top
         ``n_measure - n_explore`` plus ``n_explore`` random others are kept. The enqueued
-        default is always kept. An empty list means the space is exhausted. Call
-        :meth:`record` with the results.
+        named points (default, library kernel) are always kept. An empty list means the
+        space is exhausted. Call :meth:`record` with the results.
         """
         if n_measure < 1 or n_explore < 0:
             raise SearchError(f"need n_measure >= 1 and n_explore >= 0, got {n_measure}, "

@@ -7,8 +7,10 @@ every ``sim.kernels.GemvOpts`` decision is a parameter (``tile_outer`` is the lo
 with bank-pair units). The constraints are the kernel's own rules
 (``sim.kernels.GEMV_RULES`` for PIM, ``baseline_reason`` for the host layout) wrapped as
 :class:`~search_spaces.Rule` s, so a point is valid exactly when the kernel accepts it.
-``gb_tile`` ranges over powers of two; on a device whose row geometry is not a power of
-two some modes then have no valid tile, and validation says so.
+``gb_tile`` ranges over powers of two, plus the library kernel's own tile where that is
+not one (so the shipped kernel, :func:`gemv_library`, is always a point of the space); on
+a device whose row geometry is not a power of two some modes then have no valid tile, and
+validation says so.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from search_spaces.constraints import Rule
-from search_spaces.domains import Categorical, Divisors, IntRange, PowersOfTwo
+from search_spaces.domains import Categorical, Divisors, IntRange, PowersOfTwo, PowersOfTwoAnd
 from search_spaces.params import Cond, Param
 from search_spaces.space import Space
 from search_spaces.workload import Workload
@@ -24,7 +26,8 @@ from sim.errors import AutoschedError, check
 from sim.hardware import Hardware
 from sim.kernels import GEMV_RULES, GemvOpts, GemvShape, baseline_reason, plan_gemv
 
-__all__ = ["GEMV_VERSION", "gemv_default", "gemv_modes", "gemv_space", "point_opts"]
+__all__ = ["GEMV_VERSION", "gemv_default", "gemv_library", "gemv_modes", "gemv_space",
+           "point_opts"]
 
 GEMV_VERSION = 1
 _PIM = Cond("placement", "pim")
@@ -84,12 +87,16 @@ def gemv_space(workload: Workload, hw: Hardware) -> Space:
     check(bool(modes), f"{hw.name} offers no GEMV MAC mode (needs an adder tree or "
                        "register_lanes == lanes)")
     lo = 1 if "bcast" in modes else p.lanes
+    tiles = PowersOfTwo(lo, max(lo, hw.gb_elems))
+    shipped = _shipped(hw, m, n, k)
+    if shipped is not None and not tiles.contains(shipped.gb_tile):
+        tiles = PowersOfTwoAnd(lo, max(lo, hw.gb_elems), (shipped.gb_tile,))
     params = [
         Param("placement", Categorical(("pim", "host"))),
         Param("mode", Categorical(modes), _PIM),
         Param("channels", Divisors(c), _PIM),
         Param("k_split", Divisors(c), _PIM),
-        Param("gb_tile", PowersOfTwo(lo, max(lo, hw.gb_elems)), _PIM),
+        Param("gb_tile", tiles, _PIM),
         Param("registers", IntRange(1, p.registers), _PIM),
         Param("batch_rows", IntRange(1, min(m, p.registers)), _PIM),
         Param("tile_outer", _BOOL, _PIM),
@@ -118,6 +125,23 @@ def _opts_point(o: GemvOpts, hw: Hardware) -> dict:
     if hw.pim.banks_per_unit == 2:
         pt["interleave"] = o.interleave
     return pt
+
+
+def _shipped(hw: Hardware, m: int, n: int, k: int) -> GemvOpts | None:
+    """The library kernel's options for this shape, resolved; None when it cannot run it."""
+    return None if GemvOpts().validate(hw, n, k, m) else GemvOpts().resolve(hw, n, k, m)
+
+
+def gemv_library(workload: Workload, hw: Hardware) -> dict | None:
+    """The library GEMV as shipped (``sim.kernels.gemv`` with default ``GemvOpts``: outputs
+    split over every channel, whole-buffer input tiles, no interleaving, one batch row per
+    opened row) as a point of the space; None when that kernel cannot lay out the shape."""
+    m, n, k = _dims(workload)
+    shipped = _shipped(hw, m, n, k)
+    if shipped is None:
+        return None
+    pt = _opts_point(shipped, hw)
+    return None if gemv_space(workload, hw).validate(pt) else pt
 
 
 def _competent(hw: Hardware, n: int, k: int, m: int, br: int) -> list[GemvOpts]:

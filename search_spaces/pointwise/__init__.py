@@ -8,8 +8,9 @@ from search_spaces.pointwise.space import (
     VERSION,
     pim_unavailable,
     pointwise_default,
+    pointwise_library,
     pointwise_space,
 )
 
 __all__ = ["DEFAULT_EPS", "ELEMENTWISE_FNS", "PIM_BINARY_FNS", "POINTWISE_FAMILIES", "VERSION",
-           "pim_unavailable", "pointwise_default", "pointwise_space"]
+           "pim_unavailable", "pointwise_default", "pointwise_library", "pointwise_space"]

@@ -21,7 +21,7 @@ from search_spaces.workload import Workload
 from sim.hardware import Hardware
 
 __all__ = ["DEFAULT_EPS", "ELEMENTWISE_FNS", "PIM_BINARY_FNS", "POINTWISE_FAMILIES", "VERSION",
-           "pim_unavailable", "pointwise_default", "pointwise_space"]
+           "pim_unavailable", "pointwise_default", "pointwise_library", "pointwise_space"]
 
 VERSION = 1
 DEFAULT_EPS = 1e-5  # RMSNorm eps of a workload without an ``eps`` attr (Llama's value)
@@ -73,3 +73,10 @@ def pointwise_default(workload: Workload, hw: Hardware) -> dict:
     """Host placement: one host op, no bus round trip (what one writes by hand)."""
     _check(workload)
     return {"placement": "host"}
+
+
+def pointwise_library(workload: Workload, hw: Hardware) -> dict | None:
+    """The library's in-bank element-wise kernel (``sim.kernels.elementwise``) as a point:
+    ``pim`` placement where the device runs the op in its banks, else None (the library
+    has no kernel for the other families)."""
+    return {"placement": "pim"} if pim_unavailable(workload, hw) is None else None

@@ -9,10 +9,11 @@ import pytest
 from nbclient import NotebookClient
 
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "experiments" / "notebooks"
-NAMES = ("cost_model_accuracy", "search_efficiency", "hw_codesign", "end_to_end")
+NAMES = ("cost_model_accuracy", "search_efficiency", "hw_codesign", "end_to_end",
+         "regress_history")
 
 
-def test_the_four_notebooks_exist_with_outputs() -> None:
+def test_the_notebooks_exist_with_outputs() -> None:
     for name in NAMES:
         nb = nbformat.read(NOTEBOOKS / f"{name}.ipynb", as_version=4)
         outs = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])]

@@ -19,7 +19,7 @@ from dataclasses import replace
 from autosched.codegen.lowering import Lowering
 from autosched.codegen.rewrite import Rewrite, rewrite_body
 from search_spaces import Space, Workload
-from search_spaces.gemv import gemv_default, gemv_space, point_opts
+from search_spaces.gemv import gemv_default, gemv_library, gemv_space, point_opts
 from sim.errors import AutoschedError
 from sim.hardware import Hardware
 from sim.isa import BufRef, HostOp, Signal, Wait, aff
@@ -95,6 +95,9 @@ class GemvLowering(Lowering):
 
     def default(self, workload: Workload, hw: Hardware) -> dict:
         return gemv_default(workload, hw)
+
+    def library(self, workload: Workload, hw: Hardware) -> dict | None:
+        return gemv_library(workload, hw)
 
     def bound(self, workload: Workload, hw: Hardware) -> float:
         return gemv_bound(workload, hw)

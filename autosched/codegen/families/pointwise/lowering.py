@@ -21,6 +21,7 @@ from search_spaces.pointwise import (
     PIM_BINARY_FNS,
     POINTWISE_FAMILIES,
     pointwise_default,
+    pointwise_library,
     pointwise_space,
 )
 from sim.hardware import Hardware
@@ -137,6 +138,9 @@ class PointwiseLowering(Lowering):
 
     def default(self, workload: Workload, hw: Hardware) -> dict:
         return pointwise_default(workload, hw)
+
+    def library(self, workload: Workload, hw: Hardware) -> dict | None:
+        return pointwise_library(workload, hw)
 
     def lower(self, workload: Workload, point: dict, hw: Hardware) -> Kernel:
         if point["placement"] == "pim":

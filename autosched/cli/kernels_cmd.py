@@ -1,0 +1,76 @@
+"""``autosched kernels``: the compiler against the shipped library kernels, per operator.
+
+Prints, per distinct operator of one model step: the library kernel's latency, the
+compiler's default, the tuned schedule (from a tuning database or a tuned-schedule
+export), the bound, which one the tuned program uses and why; then the step end to end
+on the library kernels, the defaults, the tuned schedules and the tuned fused plan.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from .output import kv_table, print_json, table
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    from autosched.defaults import DB_DEFAULT, DEFAULT_CONTEXT
+
+    p = sub.add_parser("kernels", help="compiler vs hand-written library kernels, per operator")
+    p.add_argument("--model", required=True, metavar="NAME|config.json")
+    p.add_argument("--hw", default="hbm-pim", metavar="NAME|FILE")
+    p.add_argument("--phase", choices=("decode", "prefill"), default="decode")
+    p.add_argument("--batch", type=int, default=1)
+    p.add_argument("--context", type=int, default=DEFAULT_CONTEXT,
+                   help=f"KV positions (prompt if prefill); default {DEFAULT_CONTEXT}")
+    p.add_argument("--tuned", default=DB_DEFAULT, metavar="PATH|URL|export.json",
+                   help=f"tuning database or tuned-schedule export (default {DB_DEFAULT})")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(run=_run)
+
+
+def _us(v: float | None) -> object:
+    return "-" if v is None else v / 1e3
+
+
+def _run(args: argparse.Namespace) -> int:
+    from autosched.regress import Runner
+    from autosched.regress.handoff import handoff
+
+    h = handoff(args.model, args.hw, runner=Runner(repeats=1, tuned=args.tuned),
+                phase=args.phase, batch=args.batch, context=args.context)
+    if args.json:
+        print_json(h.to_dict())
+        return 0
+    rows = [["/".join(o.roles), o.workload, o.count, _us(o.library_ns), _us(o.default_ns),
+             _us(o.tuned_ns), _us(o.bound_ns),
+             "-" if o.library_ns is None else o.tuned_ns / o.library_ns, o.uses, o.why]
+            for o in h.ops]
+    print(table(["roles", "workload", "count", "library µs", "default µs", "tuned µs",
+                 "bound µs", "tuned/library", "uses", "why"], rows))
+    print()
+    print(kv_table(_summary(h)))
+    return 0
+
+
+def _summary(h) -> list[tuple[str, object]]:
+    """The step end to end: the four programs (the library one may not link), the sums of
+    the kernels alone, the ratios."""
+    from autosched.regress.handoff import kernels_ns
+
+    lat = {k: getattr(h, k).figures.get("latency_ns") for k in ("library", "default",
+                                                                "tuned", "fused")}
+    lib = "-" if h.library.ok else f"cannot be linked: {h.library.error}"
+    rows = [("step", h.case),
+            ("library kernels µs", _us(lat["library"]) if h.library.ok else lib),
+            ("defaults µs", _us(lat["default"])), ("tuned µs", _us(lat["tuned"])),
+            ("tuned, fused µs", _us(lat["fused"])),
+            ("bound µs", _us(h.tuned.figures["bound_ns"]))]
+    if h.speedup is not None:
+        rows += [("library / tuned", h.speedup),
+                 ("library / tuned, fused", lat["library"] / lat["fused"])]
+    rows += [("kernels alone, library µs", _us(kernels_ns(h.library))),
+             ("kernels alone, tuned µs", _us(kernels_ns(h.tuned))),
+             ("kernels alone, library / tuned", h.kernel_speedup),
+             ("operators slower than the library", len(h.slower_ops()))]
+    return rows

@@ -1,0 +1,104 @@
+"""The versioned suites: ``quick`` (CI, under a minute) and ``full`` (every built-in model
+on every preset, minutes).
+
+Changing what a suite contains bumps its ``version`` (v2: the library-kernel cases); the
+baseline records the version it was written for. ``full`` follows the zoo and the
+presets: a model or preset added later appears as a new case, which fails until the
+baseline is updated with a reason.
+
+The library-kernel program of a 7B-class model does not fit either preset (the library
+GEMV's layout needs 24.3 GB of banks for llama2-7b on aim-gddr6, 47.6 GB on hbm-pim; the
+devices have 17.2 GB), so ``full`` has no library case for them: it would only ever be
+an error. ``autosched kernels`` compares those steps by their kernels alone.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from autosched.frontend import list_models
+from sim.errors import AutoschedError
+from sim.hwio import list_presets
+
+from .cases import Case, KernelCase, ModelCase, TuneCase, resolve_model
+
+__all__ = ["SUITES", "Suite", "decode_cases", "get_suite", "readme_model_cases"]
+
+QUICK_MODELS = ("llama-tiny", "odd-qwen2")
+QUICK_PRESETS = ("hbm-pim", "aim-gddr6")
+GEMV_SHAPES = ((4096, 4096), (4096, 11008), (11008, 4096), (4096, 14336), (4096, 32000))
+GEMV_BATCHES = (1, 2, 4)
+README_CONTEXT = 1024
+LIBRARY_UNFIT = ("llama2-7b", "llama3-8b")  # library programs that cannot be linked
+
+
+@dataclass(frozen=True)
+class Suite:
+    """A named, versioned list of cases and how many times wall-clock figures are taken."""
+
+    name: str
+    version: int
+    cases: tuple[Case, ...]
+    repeats: int = 3
+
+
+def decode_cases(model: str, hw: str, context: int, *, baseline: bool = False) -> list[Case]:
+    """Decode at batch 1: default schedules, the tuned export, the tuned fused plan, and the
+    library kernels (the hand-kernel baseline ``autosched kernels`` compares with) where
+    their program fits the device."""
+    cases: list[Case] = [
+        ModelCase(model, hw, context=context, baseline=baseline),
+        ModelCase(model, hw, context=context, schedules="tuned"),
+        ModelCase(model, hw, context=context, schedules="tuned", fusion="full")]
+    if model not in LIBRARY_UNFIT:
+        cases.append(ModelCase(model, hw, context=context, schedules="library"))
+    return cases
+
+
+def readme_context(model: str) -> int:
+    """The README's decode context: 1024, or the model's maximum when smaller."""
+    return min(README_CONTEXT, resolve_model(model).max_positions)
+
+
+def readme_model_cases(models: tuple[str, ...] | None = None,
+                       presets: tuple[str, ...] | None = None) -> list[ModelCase]:
+    """The cases behind the README's whole-model table (``experiments/bench_models.py``)."""
+    return [ModelCase(m, hw, context=readme_context(m), baseline=True)
+            for m in models or tuple(list_models()) for hw in presets or tuple(list_presets())]
+
+
+def _quick() -> Suite:
+    cases: list[Case] = []
+    for model in QUICK_MODELS:
+        for hw in QUICK_PRESETS:
+            cases += decode_cases(model, hw, 128)
+            cases.append(ModelCase(model, hw, phase="prefill", context=16))
+    cases += [KernelCase(hw, 4096, 4096) for hw in QUICK_PRESETS]
+    cases.append(TuneCase("llama-tiny", "hbm-pim", "ffn_down", trials=16))
+    return Suite("quick", 2, tuple(cases))
+
+
+def _full() -> Suite:
+    cases: list[Case] = []
+    for model in (*list_models(), *(m for m in QUICK_MODELS if m not in list_models())):
+        for hw in list_presets():
+            ctx = readme_context(model)
+            cases += decode_cases(model, hw, ctx, baseline=True)
+            cases.append(ModelCase(model, hw, batch=4, context=256))
+            cases.append(ModelCase(model, hw, phase="prefill", context=16))
+    cases += [KernelCase(hw, n, k, b) for hw in list_presets() for n, k in GEMV_SHAPES
+              for b in GEMV_BATCHES]
+    cases += [TuneCase("llama2-7b", hw, "ffn_down", trials=32, cost_model="xgb")
+              for hw in list_presets()]
+    return Suite("full", 2, tuple(cases), repeats=3)
+
+
+SUITES = {"quick": _quick, "full": _full}
+
+
+def get_suite(name: str) -> Suite:
+    """The suite called ``name``; unknown names list the known ones."""
+    make = SUITES.get(name)
+    if make is None:
+        raise AutoschedError(f"unknown suite {name!r}: use one of {', '.join(SUITES)}")
+    return make()

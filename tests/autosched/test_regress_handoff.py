@@ -1,0 +1,70 @@
+"""``autosched kernels``: per operator, the library kernel against the compiler's default and
+tuned schedules, which one the tuned program uses, and why."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from autosched.cli import main
+from autosched.frontend import model_graph
+from autosched.regress.handoff import compare_ops
+from autosched.regress.results import CaseResult, OpFigures
+from autosched.regress.tuned import TUNED_PATH
+from sim.hwio import load_hardware
+
+GEMV, ATTN = "gemv:m=1,n=256,k=256:fp16", "attention:b=1,q=1,h=8,kvh=4,d=32,l=128:fp16:capacity=128"
+
+
+def _case(kind: str, gemv_ns: float, gemv_key: str) -> CaseResult:
+    ops = (OpFigures(GEMV, ("q_proj", "o_proj"), 8, gemv_ns, 1.0, 200.0, gemv_key),
+           OpFigures(ATTN, ("attn",), 4, 1500.0, 1.0, 210.0, "attention@v1:x"))
+    return CaseResult(f"llama-tiny/hbm-pim/decode-b1-c128/{kind}", "model",
+                      {"latency_ns": 1.0, "energy_pj": 1.0, "bound_ns": 1.0}, ops)
+
+
+def test_each_verdict_of_the_handoff() -> None:
+    hw = load_hardware("hbm-pim")
+    graph = model_graph("llama-tiny", context=128)[1]
+    lib, dflt = _case("library", 1494.0, "lib"), _case("default", 746.0, "dflt")
+
+    def one(tuned_ns: float, key: str, found: str = "exact"):
+        ops = compare_ops(graph, hw, lib, dflt, _case("tuned", tuned_ns, key),
+                          {GEMV: found, ATTN: found})
+        return {o.workload: o for o in ops}
+
+    faster = one(598.0, "tuned")
+    assert (faster[GEMV].uses, faster[GEMV].why) == ("tuned",
+                                                    "2.50x faster than the library kernel")
+    assert faster[ATTN].library_ns is None and "no library kernel for attention" in faster[ATTN].why
+    assert one(1494.0, "lib")[GEMV].uses == "library"
+    assert one(746.0, "dflt")[GEMV].uses == "default"
+    slower = one(1600.0, "near", "nearest")[GEMV]
+    assert "the library kernel is 1.07x faster" in slower.why and "nearest" in slower.why
+
+
+def test_kernels_command_on_the_checked_in_export(capsys) -> None:
+    assert main(["kernels", "--model", "llama-tiny", "--hw", "aim-gddr6", "--context", "128",
+                 "--tuned", str(TUNED_PATH), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["slower_ops"] == 0 and out["speedup"] > 1.3
+    lat = out["latency_ns"]
+    assert lat["fused"] <= lat["tuned"] <= lat["default"] < lat["library"]
+    lib = [o for o in out["ops"] if o["library_ns"] is not None]
+    assert all(o["tuned_ns"] <= o["library_ns"] for o in lib)
+    assert any(o["tuned_ns"] < o["library_ns"] for o in lib)
+    # the library GEMV wins on the 4096-row lm_head: the tuned program uses it
+    head = next(o for o in lib if "lm_head" in o["roles"])
+    assert head["uses"] == "library" and head["tuned_ns"] == head["library_ns"]
+    assert all(o["library_ns"] is None for o in out["ops"] if o["workload"].startswith("attention"))
+    assert out["kernel_speedup"] > 1.3 and out["library_error"] is None
+
+
+def test_kernels_and_simulate_reject_bad_input_in_one_line(tmp_path: Path, capsys) -> None:
+    assert main(["kernels", "--model", "llama-tiny", "--tuned", str(tmp_path / "x.db")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "no tuning database" in err
+    assert main(["simulate", "--model", "llama-tiny", "--schedules", "library", "--json",
+                 "--context", "16"]) == 0
+    fig = json.loads(capsys.readouterr().out)
+    assert fig["lookups"]["library"] > 0 and fig["lookups"]["default"] > 0
