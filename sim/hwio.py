@@ -38,10 +38,16 @@ def list_presets() -> list[str]:
 
 
 def load_hardware(hw: str | Path | Mapping | Hardware) -> Hardware:
-    """Turn a preset name, a YAML path, a mapping or a Hardware into a Hardware."""
+    """Turn a preset name, a YAML path, a mapping or a Hardware into a Hardware.
+
+    A system file (several devices, :mod:`sim.system`) gives its device, named and
+    described as the system (the fingerprint is the device's).
+    """
     if isinstance(hw, Hardware):
         return hw
     if isinstance(hw, Mapping):
+        if _is_system(hw):
+            return _system_device(hw, "<mapping>", None)
         return hardware_from_dict(hw, source="<mapping>")
     text = str(hw)
     path = Path(text)
@@ -56,7 +62,22 @@ def load_hardware(hw: str | Path | Mapping | Hardware) -> Hardware:
         data = yaml.safe_load(path.read_text())
     except yaml.YAMLError as e:
         raise HardwareError(f"{path}: not valid YAML ({e})") from None
+    if _is_system(data):
+        return _system_device(data, str(path), path.parent)
     return hardware_from_dict(data, source=str(path))
+
+
+def _is_system(data: object) -> bool:
+    from .system import is_system_mapping
+
+    return is_system_mapping(data)
+
+
+def _system_device(data: Mapping, source: str, base: Path | None) -> Hardware:
+    from .system import system_from_dict
+
+    sysm = system_from_dict(data, source=source, base=base)
+    return dataclasses.replace(sysm.device, name=sysm.name, description=sysm.description)
 
 
 def _fail(source: str, field: str, rule: str) -> typing.NoReturn:
