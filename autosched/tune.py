@@ -88,6 +88,7 @@ def tune(model: str | Path | ModelConfig, *, hw: str | Path | Hardware = "hbm-pi
     and passed on as an object.
     """
     from .compiler import plain_memory_ns, simulate_model
+    from .compiler.resident import pin_graph
     from .frontend import get_model_config, model_graph, tasks
     from .search import tune_tasks
 
@@ -108,6 +109,8 @@ def tune(model: str | Path | ModelConfig, *, hw: str | Path | Hardware = "hbm-pi
     # graph: one step captured, rewritten by every candidate fusion plan
     plans = fusion_plans(fusion)
     graphs = [model_graph(cfg, fusion=p, **step)[1] for p in plans]
+    # multi-row GEMVs read their weights in the resident layout, as compile does
+    graphs = [pin_graph(g, hardware, database) for g in graphs]
 
     # tasks: the unique workloads over every plan, with occurrence counts
     task_list = tasks(*graphs)

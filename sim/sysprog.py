@@ -12,6 +12,7 @@ A single-device program is a system program of one group of device 0.
 from __future__ import annotations
 
 import json
+import weakref
 from dataclasses import dataclass
 
 from .errors import ProgramError
@@ -80,10 +81,23 @@ class SystemProgram:
         return "\n".join(out)
 
 
+# System programs already found valid, by (id, system fingerprint): they are immutable.
+_VALID: weakref.WeakValueDictionary[tuple[int, str], SystemProgram] = \
+    weakref.WeakValueDictionary()
+
+
 def validate_system(sp: SystemProgram, system: System) -> None:
     """Raise ProgramError naming group, stream, instruction path and rule if ``sp`` is
     invalid on ``system``: groups of distinct devices in range, every program valid on
     the device, sends within the groups' buffers, one producer per token."""
+    key = (id(sp), system.fingerprint)
+    if _VALID.get(key) is sp:
+        return
+    _check_system(sp, system)
+    _VALID[key] = sp
+
+
+def _check_system(sp: SystemProgram, system: System) -> None:
     seen: dict[int, int] = {}
     for i, g in enumerate(sp.groups):
         if not g.devices:

@@ -49,7 +49,7 @@ def _compile(args: argparse.Namespace) -> int:
         Path(args.asm).write_text(cm.program.to_asm())
     counts = cm.lookup_counts()
     print(f"{cm.cfg.name} {cm.graph.phase} on {cm.hw.name}: {len(cm.graph)} operators, "
-          f"{len(cm.program.streams)} streams, {cm.linked.row_bytes_used:,} bytes of banks; "
+          f"{len(cm.program.streams)} streams, {cm.budget.used:,} bytes of device memory; "
           f"schedules: " + ", ".join(f"{v} {k}" for k, v in sorted(counts.items())))
     print(f"wrote {args.out}" + (f" and {args.asm}" if args.asm else ""))
     return 0

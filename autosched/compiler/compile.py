@@ -5,19 +5,22 @@ Every node's output lives in a global host buffer named after the node. At one r
 shared buffer and consumers read windows of their producer; with several rows, host
 glue kernels copy instead. Schedules come from the database (exact, nearest, default:
 ``autosched.lookup``), from an explicit per-node mapping, or, for the plain-memory
-baseline, from forcing every family's host placement.
+baseline, from forcing every family's host placement. Multi-row GEMVs are pinned to
+their weights' resident layout (``resident``), so every step reads the weights where
+they are. The linker plans the device's memory; a step that does not fit raises
+:class:`~sim.errors.SimError` with the budget.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
 
 from autosched.codegen import Fragment, Linked, link
-from autosched.codegen.registry import build, lowering_for
+from autosched.codegen.registry import build
 from autosched.database import Database, open_database
 from autosched.frontend import (
     LlamaModel,
@@ -30,16 +33,18 @@ from autosched.frontend import (
 from autosched.fusion import TOKEN_IDS, FusedView, operands, output_width
 from autosched.lookup import LookupResult, lookup
 from search_spaces import Schedule, Workload
-from sim.errors import InternalError, ProgramError
+from sim.errors import AutoschedError, InternalError, ProgramError
 from sim.hardware import Hardware
 from sim.hwio import load_hardware
 from sim.kernels import Kernel
 from sim.validate import validate
 
 from .glue import gather
+from .placement import PIM_FAMILIES, PLANS, faster_default, placement_key, side_schedule
+from .resident import pin_graph
 from .weights import node_constants, node_weights
 
-__all__ = ["CompiledModel", "compile_model", "host_schedule", "plan_key"]
+__all__ = ["CompiledModel", "compile_model", "plan_key"]
 
 
 @dataclass
@@ -54,6 +59,7 @@ class CompiledModel:
     kernels: dict[str, Kernel]
     logits: str
     token: str
+    placement: str = "auto"
     rows: int = field(init=False)
 
     def __post_init__(self) -> None:
@@ -62,6 +68,11 @@ class CompiledModel:
     @property
     def program(self):
         return self.linked.program
+
+    @property
+    def budget(self):
+        """The device's memory plan (:class:`~autosched.codegen.memplan.Budget`)."""
+        return self.linked.budget
 
     def place(self, mem: object, model: LlamaModel) -> None:
         """Write every node's weights into the banks of ``mem``."""
@@ -83,23 +94,6 @@ class CompiledModel:
         return counts
 
 
-def host_schedule(workload: Workload, hw: Hardware) -> Schedule:
-    """The family's host placement (the plain-memory path) where it has one, else default."""
-    low = lowering_for(workload)
-    space = low.space(workload, hw)
-    default = low.default(workload, hw)
-    names = {p.name for p in space.params}
-    if "placement" not in names or not space.param("placement").domain.contains("host"):
-        return Schedule.of(space, default)
-
-    def choose(p):
-        if p.name == "placement":
-            return "host"
-        return default[p.name] if p.name in default else p.domain.values()[0]
-
-    return Schedule.of(space, space.fill(choose))
-
-
 @lru_cache(maxsize=4096)
 def _build(w: Workload, s: Schedule, hw: Hardware) -> Kernel:
     """Lowering is deterministic: each (workload, schedule, hardware) is built once."""
@@ -116,9 +110,11 @@ class _Builder:
         self.choices: dict[str, LookupResult] = {}
         self.kernels: dict[str, Kernel] = {}
         self.frags: list[Fragment] = []
+        self.constants: set[str] = {TOKEN_IDS}
         self._looked: dict[str, LookupResult] = {}
         self.one_row = graph.batch * graph.tokens == 1
         self.homes = self._homes()
+        self.alias: dict[str, tuple[str, int]] = {}  # what consumers read instead
 
     def _homes(self) -> dict[str, tuple[str, int]]:
         """At one row, sources concatenated whole by a consumer live side by side."""
@@ -141,17 +137,30 @@ class _Builder:
         w = n.workload
         if n.name in self.schedules:
             return LookupResult("given", w, self.schedules[n.name])
-        if self.placement == "host":
-            return LookupResult("baseline", w, host_schedule(w, self.hw))
         if w.key not in self._looked:
-            self._looked[w.key] = lookup(self.db, w, self.hw)
+            self._looked[w.key] = self._choose(w)
         return self._looked[w.key]
+
+    def _choose(self, w: Workload) -> LookupResult:
+        if self.placement == "host" or (self.placement == "pim" and w.op in PIM_FAMILIES):
+            s = side_schedule(w, self.hw, self.placement, self.db)
+            if s is not None:
+                return LookupResult(self.placement, w, s)
+        res = lookup(self.db, w, self.hw)
+        if res.kind == "default" and self.graph.phase == "prefill":
+            return LookupResult("default", w, faster_default(w, self.hw))
+        return res
 
     def kernel(self, w: Workload, s: Schedule) -> Kernel:
         return _build(w, s, self.hw)
 
-    def home(self, name: str) -> tuple[str, int]:
+    def out_home(self, name: str) -> tuple[str, int]:
+        """Where node ``name`` writes its output."""
         return self.homes.get(name, (name, 0))
+
+    def home(self, name: str) -> tuple[str, int]:
+        """Where consumers of node ``name`` read its output."""
+        return self.alias.get(name) or self.out_home(name)
 
     def source(self, n: OpNode, local: str, views: tuple[FusedView, ...]) -> tuple[str, int]:
         """Where the kernel input ``local`` of ``n`` (the concatenation of ``views``) lives."""
@@ -179,10 +188,16 @@ class _Builder:
     def add(self, n: OpNode) -> None:
         res = self.choose(n)
         self.choices[n.name] = res
-        k = self.kernel(n.workload, res.schedule)
+        k = self.kernel(res.workload, res.schedule)
         self.kernels[n.name] = k
-        binds = [(k.output, *self.home(n.name))] + self._inputs(n, k)
+        binds = [(k.output, *self.out_home(n.name))] + self._inputs(n, k)
+        bound = {b[0] for b in binds}
+        self.constants |= {f"{n.name}.{c}" for c in k.inputs if c not in bound}
         self.frags.append(Fragment(n.name, k, tuple(binds)))
+        self.after(n)
+
+    def after(self, n: OpNode) -> None:
+        """Hook: fragments that follow node ``n`` (collectives of a partitioned model)."""
 
     def _inputs(self, n: OpNode, k: Kernel) -> list[tuple]:
         return [(local, *self.source(n, local, views))
@@ -202,7 +217,9 @@ def compile_model(model: str | ModelConfig, hw: str | Hardware, *,
     """Compile one step of ``model`` for ``hw`` into a single program.
 
     ``fusion``: a plan (``{}`` for none); None means the plan ``tune`` stored in ``db``
-    for this model step, or none.
+    for this model step, or none. ``placement``: ``auto`` (every operator's looked-up
+    schedule), ``pim`` or ``host`` (every operator on that side, see ``placement``);
+    None means the plan ``choose_plan`` stored in ``db`` for this step, or ``auto``.
     """
     hw = load_hardware(hw)
     database = open_database(db) if db is not None else None
@@ -212,16 +229,44 @@ def compile_model(model: str | ModelConfig, hw: str | Hardware, *,
     if graph is None:
         graph = model_graph(cfg, phase=phase, batch=batch, context=context, capacity=capacity,
                             fusion=fusion)[1]
+    if placement is None and database is not None:
+        stored = database.plan(placement_key(cfg.name, graph.phase, graph.batch, graph.context),
+                               hw.fingerprint)
+        placement = (stored or {}).get("placement")
+    if placement not in (None, *PLANS):
+        raise AutoschedError(f"placement {placement!r} is not one of {', '.join(PLANS)}")
+    graph = pin_graph(graph, hw, database)
     b = _Builder(graph, hw, database, schedules, placement)
     for n in graph:
         b.add(n)
-    linked = link(b.frags, hw, name=f"{cfg.name}_{graph.phase}")
+    cm = link_step(cfg, graph, hw, b, graph.nodes, name=f"{cfg.name}_{graph.phase}")
+    cm.budget.check(f"{cfg.name} {graph.phase} batch {graph.batch} context {graph.context} "
+                    f"on {hw.name}")
     try:  # every kernel was validated by build(); what is left to break is the linking
-        validate(linked.program, hw)
+        validate(cm.program, hw)
     except ProgramError as e:
         raise InternalError(f"internal compiler error: linking {cfg.name} {graph.phase} on "
                             f"{hw.name} produced an invalid program: {e}") from e
-    logits = next((n.name for n in graph if n.role == "lm_head"), graph.nodes[-1].name)
-    token = next((n.name for n in graph if n.role == "argmax"), logits)
-    return CompiledModel(cfg, graph, hw, linked, b.choices, b.kernels, b.home(logits)[0],
-                         b.home(token)[0])
+    return cm
+
+
+def link_step(cfg: ModelConfig, graph: OpGraph, hw: Hardware, b: _Builder,
+              nodes: tuple[OpNode, ...], *, name: str,
+              keep: frozenset[str] = frozenset()) -> CompiledModel:
+    """Link the fragments ``b`` built for ``nodes`` (all of ``graph`` or one pipeline
+    stage's); ``keep``: further buffers kept whole (sent or received between devices).
+    The budget is computed, not checked."""
+    roles = {n.role: n.name for n in nodes}
+    logits, token = roles.get("lm_head", ""), roles.get("argmax", "")
+    outputs = frozenset(b.home(x)[0] for x in (logits, token) if x) | keep
+    linked = link(b.frags, hw, name=name, constants=frozenset(b.constants), outputs=outputs)
+    linked.budget = replace(linked.budget, weights_data=weight_bytes(nodes, hw))
+    return CompiledModel(cfg, graph, hw, linked, b.choices, b.kernels,
+                         b.home(logits)[0] if logits else "", b.home(token)[0] if token else "",
+                         b.placement or "auto")
+
+
+def weight_bytes(nodes, hw: Hardware) -> int:
+    """Bytes of the weight elements the nodes' GEMVs keep in the banks (no padding)."""
+    return sum(n.workload.dims["n"] * n.workload.dims["k"] * hw.elem_bytes
+               for n in nodes if n.workload.op in ("gemv", "gemm"))

@@ -7,7 +7,7 @@ import math
 from search_spaces import Workload
 from sim.hardware import DTYPE_BYTES, Hardware
 
-__all__ = ["attention_bound"]
+__all__ = ["attention_bound", "attention_bound_terms"]
 
 
 def attention_bound(workload: Workload, hw: Hardware) -> float:
@@ -17,14 +17,20 @@ def attention_bound(workload: Workload, hw: Hardware) -> float:
     over every unit of the device, or over the external bus of every channel. The softmax
     reads and writes ``b*q*h*l`` fp32 on the host after the scores and before p v.
     """
+    t = attention_bound_terms(workload, hw)
+    return 2 * min(t["pim"], t["bus"]) + t["softmax"]
+
+
+def attention_bound_terms(workload: Workload, hw: Hardware) -> dict[str, float]:
+    """Best-case ns of touching K (or V) whole in the banks (``pim``) or over the external
+    bus (``bus``), and of the host's softmax (``softmax``)."""
     dm = workload.dims
     elems = dm["b"] * dm["kvh"] * dm["l"] * dm["d"]
     units = hw.units_per_channel * hw.org.channels
     unit_ns = hw.column_elems / hw.pim.lanes * 1e3 / hw.pim.clock_mhz
     pim = max(math.ceil(elems / hw.column_elems / units) - 1, 0) * unit_ns
     bus = elems * hw.elem_bytes / hw.external_bandwidth_gbps
-    one = min(pim, bus)
     n = dm["b"] * dm["q"] * dm["h"] * dm["l"]
     soft = hw.host.op_overhead_ns + max(5 * n / hw.host.peak_gflops,
                                         2 * n * DTYPE_BYTES["fp32"] / hw.host.bandwidth_gbps)
-    return 2 * one + soft
+    return {"pim": pim, "bus": bus, "softmax": soft}
