@@ -69,7 +69,8 @@ class Budget:
 
     ``weights``: rows of the resident weight layouts (``weights_data`` of them hold weight
     elements; the rest is layout padding); ``constants``: host-held weights and tables;
-    ``kv``: KV-cache rows; ``activations``: the liveness-packed arena and outputs.
+    ``kv``: KV-cache rows (``kv_data``: the keys and values themselves);
+    ``activations``: the liveness-packed arena and outputs.
     """
 
     capacity: int
@@ -79,6 +80,7 @@ class Budget:
     kv: int
     constants: int
     activations: int
+    kv_data: int = 0
 
     @property
     def host(self) -> int:

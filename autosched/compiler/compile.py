@@ -40,6 +40,7 @@ from sim.kernels import Kernel
 from sim.validate import validate
 
 from .glue import gather
+from .kvfit import compact_schedule
 from .placement import PIM_FAMILIES, PLANS, faster_default, placement_key, side_schedule
 from .resident import pin_graph
 from .weights import node_constants, node_weights
@@ -240,6 +241,11 @@ def compile_model(model: str | ModelConfig, hw: str | Hardware, *,
     for n in graph:
         b.add(n)
     cm = link_step(cfg, graph, hw, b, graph.nodes, name=f"{cfg.name}_{graph.phase}")
+    if not cm.budget.fits and (compact := _compact_kv(cm)):
+        b = _Builder(graph, hw, database, {**compact, **(schedules or {})}, placement)
+        for n in graph:
+            b.add(n)
+        cm = link_step(cfg, graph, hw, b, graph.nodes, name=f"{cfg.name}_{graph.phase}")
     cm.budget.check(f"{cfg.name} {graph.phase} batch {graph.batch} context {graph.context} "
                     f"on {hw.name}")
     try:  # every kernel was validated by build(); what is left to break is the linking
@@ -260,10 +266,44 @@ def link_step(cfg: ModelConfig, graph: OpGraph, hw: Hardware, b: _Builder,
     logits, token = roles.get("lm_head", ""), roles.get("argmax", "")
     outputs = frozenset(b.home(x)[0] for x in (logits, token) if x) | keep
     linked = link(b.frags, hw, name=name, constants=frozenset(b.constants), outputs=outputs)
-    linked.budget = replace(linked.budget, weights_data=weight_bytes(nodes, hw))
+    linked.budget = replace(linked.budget, weights_data=weight_bytes(nodes, hw),
+                            kv_data=kv_bytes(nodes, hw))
     return CompiledModel(cfg, graph, hw, linked, b.choices, b.kernels,
                          b.home(logits)[0] if logits else "", b.home(token)[0] if token else "",
                          b.placement or "auto")
+
+
+def _compact_kv(cm: CompiledModel) -> dict[str, Schedule]:
+    """Schedules giving every attention the fastest layout whose cache fits the rows the
+    weights and host buffers leave (``kvfit``); empty when none is compact enough."""
+    bd, hw = cm.budget, cm.hw
+    attn = [n for n in cm.graph if n.workload.op == "attention" and
+            cm.choices[n.name].kind != "given"]
+    if not attn:
+        return {}
+    left = hw.org.rows_per_bank - (bd.weights + bd.host) // bd.row_index
+    per = left // len(attn)
+    out: dict[str, Schedule] = {}
+    found: dict[str, Schedule | None] = {}
+    for n in attn:
+        w = cm.choices[n.name].workload
+        if w.key not in found:
+            found[w.key] = compact_schedule(w, hw, per)
+        if found[w.key] is None:
+            return {}
+        out[n.name] = found[w.key]
+    return out
+
+
+def kv_bytes(nodes, hw: Hardware) -> int:
+    """Bytes of the keys and values the nodes' attention caches hold (no layout waste)."""
+    total = 0
+    for n in nodes:
+        if n.workload.op == "attention":
+            d = n.workload.dims
+            cap = int(n.workload.attr("capacity", d["l"]))
+            total += 2 * d["b"] * cap * d["kvh"] * d["d"] * hw.elem_bytes
+    return total
 
 
 def weight_bytes(nodes, hw: Hardware) -> int:

@@ -24,7 +24,7 @@ from sim.hwio import load_hardware
 
 from .compile import compile_model
 
-__all__ = ["RunReport", "run_check", "tolerance"]
+__all__ = ["RunReport", "compare_step", "report", "run_check", "tolerance"]
 
 _UNIT_ROUNDOFF = {"fp16": 2.0**-11, "bf16": 2.0**-8, "fp32": 2.0**-24}
 
@@ -75,6 +75,29 @@ def _reference(cfg: ModelConfig, hw: Hardware, seed: int) -> torch.nn.Module:
     return model
 
 
+def compare_step(step: int, logits: np.ndarray, want: np.ndarray, tol: float) -> dict:
+    """One step's row: errors of the device logits against torch's, and the tokens."""
+    abs_err = float(np.max(np.abs(logits - want)))
+    rel_err = abs_err / max(float(np.max(np.abs(want))), 1e-30)
+    got_tok, ref_tok = int(np.argmax(logits)), int(np.argmax(want))
+    top2 = np.sort(want)[-2:]
+    # a flipped argmax only counts against the program when the reference's margin
+    # exceeds what the tolerated error could close
+    explained = (top2[1] - top2[0]) <= 2 * tol * float(np.max(np.abs(want)))
+    return {"step": step, "token": got_tok, "ref_token": ref_tok, "max_abs_err": abs_err,
+            "max_rel_err": rel_err, "match": got_tok == ref_tok,
+            "flip_within_tolerance": bool(explained)}
+
+
+def report(model: str, hardware: str, rows: list[dict], tol: float, t0: float) -> RunReport:
+    """The report of the compared steps (``t0``: ``perf_counter`` at the start)."""
+    max_rel = max(r["max_rel_err"] for r in rows)
+    ok_tokens = all(r["match"] or r["flip_within_tolerance"] for r in rows)
+    return RunReport(model, hardware, tuple(rows), max(r["max_abs_err"] for r in rows),
+                     max_rel, all(r["match"] for r in rows), tol,
+                     max_rel <= tol and ok_tokens, time.perf_counter() - t0)
+
+
 def run_check(model: str | ModelConfig, hw: str | Hardware, *, steps: int = 8,
               db: str | Path | Database | None = None, seed: int = 0,
               first_token: int = 1, fusion: dict | None = None) -> RunReport:
@@ -97,21 +120,7 @@ def run_check(model: str | ModelConfig, hw: str | Hardware, *, steps: int = 8,
         logits = out[cm.logits][: cfg.vocab]
         with torch.no_grad():
             ref_logits, kc, vc = ref(torch.tensor([[token]]), step, kc, vc, logits_last=True)
-        want = ref_logits.reshape(-1).numpy()
-        abs_err = float(np.max(np.abs(logits - want)))
-        rel_err = abs_err / max(float(np.max(np.abs(want))), 1e-30)
-        got_tok, ref_tok = int(np.argmax(logits)), int(np.argmax(want))
-        top2 = np.sort(want)[-2:]
-        # a flipped argmax only counts against the program when the reference's margin
-        # exceeds what the tolerated error could close
-        explained = (top2[1] - top2[0]) <= 2 * tol * float(np.max(np.abs(want)))
-        rows.append({"step": step, "token": got_tok, "ref_token": ref_tok,
-                     "max_abs_err": abs_err, "max_rel_err": rel_err,
-                     "match": got_tok == ref_tok, "flip_within_tolerance": bool(explained)})
-        token = got_tok
-    max_rel = max(r["max_rel_err"] for r in rows)
-    ok_tokens = all(r["match"] or r["flip_within_tolerance"] for r in rows)
-    return RunReport(cfg.name, hw.name, tuple(rows), max(r["max_abs_err"] for r in rows),
-                     max_rel, all(r["match"] for r in rows), tol,
-                     max_rel <= tol and ok_tokens, time.perf_counter() - t0)
+        rows.append(compare_step(step, logits, ref_logits.reshape(-1).numpy(), tol))
+        token = rows[-1]["token"]
+    return report(cfg.name, hw.name, rows, tol, t0)
 

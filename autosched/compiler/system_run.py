@@ -21,7 +21,7 @@ from sim.hardware import System
 from sim.system import load_system
 
 from .partition import Partition
-from .run import RunReport, _reference, tolerance
+from .run import RunReport, _reference, compare_step, report, tolerance
 from .system_compile import compile_system
 
 __all__ = ["run_check_system"]
@@ -51,18 +51,6 @@ def run_check_system(model: str | ModelConfig, system: str | Path | System, part
         logits = out[cs.last_device][cs.logits][: cfg.vocab]
         with torch.no_grad():
             ref_logits, kc, vc = ref(torch.tensor([[token]]), step, kc, vc, logits_last=True)
-        want = ref_logits.reshape(-1).numpy()
-        abs_err = float(np.max(np.abs(logits - want)))
-        rel_err = abs_err / max(float(np.max(np.abs(want))), 1e-30)
-        got_tok, ref_tok = int(np.argmax(logits)), int(np.argmax(want))
-        top2 = np.sort(want)[-2:]
-        explained = (top2[1] - top2[0]) <= 2 * tol * float(np.max(np.abs(want)))
-        rows.append({"step": step, "token": got_tok, "ref_token": ref_tok,
-                     "max_abs_err": abs_err, "max_rel_err": rel_err,
-                     "match": got_tok == ref_tok, "flip_within_tolerance": bool(explained)})
-        token = got_tok
-    max_rel = max(r["max_rel_err"] for r in rows)
-    ok_tokens = all(r["match"] or r["flip_within_tolerance"] for r in rows)
-    return RunReport(cfg.name, system.name, tuple(rows), max(r["max_abs_err"] for r in rows),
-                     max_rel, all(r["match"] for r in rows), tol,
-                     max_rel <= tol and ok_tokens, time.perf_counter() - t0)
+        rows.append(compare_step(step, logits, ref_logits.reshape(-1).numpy(), tol))
+        token = rows[-1]["token"]
+    return report(cfg.name, system.name, rows, tol, t0)

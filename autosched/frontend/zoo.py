@@ -22,6 +22,18 @@ _BUILTINS: dict[str, ModelConfig] = {
         ModelConfig(model_type="llama", hidden=4096, intermediate=14336, layers=32, heads=32,
                     kv_heads=8, head_dim=128, vocab=128256, rms_eps=1e-5, rope_theta=500000.0,
                     max_positions=8192, dtype="bf16", name="llama3-8b"),
+        # meta-llama/Llama-2-13b-hf config.json
+        ModelConfig(model_type="llama", hidden=5120, intermediate=13824, layers=40, heads=40,
+                    kv_heads=40, head_dim=128, vocab=32000, rms_eps=1e-5, rope_theta=10000.0,
+                    max_positions=4096, dtype="fp16", name="llama2-13b"),
+        # meta-llama/Llama-2-70b-hf config.json (grouped-query attention, 8 KV heads)
+        ModelConfig(model_type="llama", hidden=8192, intermediate=28672, layers=80, heads=64,
+                    kv_heads=8, head_dim=128, vocab=32000, rms_eps=1e-5, rope_theta=10000.0,
+                    max_positions=4096, dtype="fp16", name="llama2-70b"),
+        # meta-llama/Meta-Llama-3-70B config.json
+        ModelConfig(model_type="llama", hidden=8192, intermediate=28672, layers=80, heads=64,
+                    kv_heads=8, head_dim=128, vocab=128256, rms_eps=1e-5,
+                    rope_theta=500000.0, max_positions=8192, dtype="bf16", name="llama3-70b"),
     )
 }
 
