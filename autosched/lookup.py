@@ -1,7 +1,10 @@
 """Schedule lookup: exact match, else the nearest tuned workload re-validated, else default.
 
 The answer says which of the three it was, so ``compile`` and ``lookup`` can report how
-much of a model actually ran tuned.
+much of a model actually ran tuned. Every query filters on the record key of this
+workload on this hardware (space, space version and simulator version included):
+records of an older simulator or space are *stale*, never an exact or nearest answer,
+and the answer counts them so that the user learns why the default was chosen.
 """
 
 from __future__ import annotations
@@ -9,28 +12,46 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from autosched.measure.record import Measurement
+from autosched.measure.record import Measurement, RecordKey
 from search_spaces import Schedule, Workload
 from sim.hardware import Hardware
 
-from .codegen.registry import lowering_for
+from .codegen.registry import lowering_for, space_of
 from .database import Database
+from .database.base import Stale
+from .database.nearest import shape_distance
 
 __all__ = ["LookupResult", "lookup", "shape_distance"]
 
+
 @dataclass(frozen=True)
 class LookupResult:
-    """``kind`` is exact | nearest | default; ``source`` is the measurement reused, if any."""
+    """``kind`` is exact | nearest | default; ``source`` is the measurement reused, if any.
+
+    ``stale`` lists (space version, simulator version, records) of this workload on this
+    hardware that did not count because their versions differ from the current ones.
+    """
 
     kind: str
     workload: Workload
     schedule: Schedule
     source: Measurement | None = None
+    stale: tuple[Stale, ...] = ()
 
     @property
     def latency_ns(self) -> float:
         """Measured latency of the schedule on this very workload (exact only), else nan."""
         return self.source.latency_ns if self.kind == "exact" and self.source else math.nan
+
+    @property
+    def stale_note(self) -> str:
+        """``""``, or why stored records of this workload did not count."""
+        if not self.stale:
+            return ""
+        n = sum(c for _, _, c in self.stale)
+        what = ", ".join(f"space v{sv} / simulator {sim}" for sv, sim, _ in self.stale)
+        return (f"{n} stale record(s) of this workload ignored (measured with {what}; "
+                "tune again to replace them)")
 
     def to_dict(self) -> dict:
         return {
@@ -39,36 +60,25 @@ class LookupResult:
             "schedule": self.schedule.to_dict(),
             "from_workload": self.source.workload.key if self.source else None,
             "latency_ns": None if math.isnan(self.latency_ns) else self.latency_ns,
+            "stale": [{"space_version": sv, "sim_version": sim, "records": n}
+                      for sv, sim, n in self.stale],
         }
-
-
-def shape_distance(a: Workload, b: Workload) -> float:
-    """Sum over dims of |log(a/b)|; infinite across families, dtypes or attributes."""
-    if a.op != b.op or a.dtype != b.dtype or a.attrs != b.attrs:
-        return math.inf
-    da, db = a.dims, b.dims
-    return sum(abs(math.log(da[k] / db[k])) for k in da)
 
 
 def lookup(db: Database | None, workload: Workload, hw: Hardware) -> LookupResult:
     """The schedule to compile ``workload`` with on ``hw``."""
     low = lowering_for(workload)
-    space = low.space(workload, hw)
+    space = space_of(workload, hw)
+    stale: tuple[Stale, ...] = ()
     if db is not None:
-        best = db.best(workload, hw.fingerprint, space=space.name, space_version=space.version)
+        key = RecordKey.current(workload, hw.fingerprint, space.name, space.version)
+        best = db.best(key)
         if best is not None:
             return LookupResult("exact", workload, best.schedule, best)
-        others: dict[str, Measurement] = {}
-        for m in db.records(op=workload.op, hw_fingerprint=hw.fingerprint, space=space.name,
-                            space_version=space.version):
-            if m.ok and m.workload != workload:
-                cur = others.get(m.workload.key)
-                if cur is None or m.latency_ns < cur.latency_ns:
-                    others[m.workload.key] = m
-        near = sorted(others.values(), key=lambda m: (shape_distance(workload, m.workload),
-                                                      m.workload.key))
-        for m in near:
-            if math.isfinite(shape_distance(workload, m.workload)) \
-                    and not space.validate(m.schedule.point):
-                return LookupResult("nearest", workload, Schedule.of(space, m.schedule.point), m)
-    return LookupResult("default", workload, Schedule.of(space, low.default(workload, hw)))
+        stale = tuple(db.stale(key))
+        for m in db.nearest(key):
+            if not space.validate(m.schedule.point):
+                return LookupResult("nearest", workload, Schedule.of(space, m.schedule.point),
+                                    m, stale)
+    return LookupResult("default", workload, Schedule.of(space, low.default(workload, hw)),
+                        None, stale)

@@ -22,7 +22,7 @@ from sim.hardware import Hardware
 from sim.hwio import load_hardware
 
 from .codegen.registry import lowering_for
-from .database import Database, open_database
+from .database import Database, RecordKey, open_database
 from .defaults import DB_DEFAULT, DEFAULT_CONTEXT, DEFAULT_TRIALS, SAMPLERS
 from .report import EndToEnd, TaskReport, TuneReport
 
@@ -65,8 +65,7 @@ def _reused(db: Database, workloads: list[Workload], hw: Hardware) -> int:
     total = 0
     for w in workloads:
         space = lowering_for(w).space(w, hw)
-        total += len(db.records(workload=w, hw_fingerprint=hw.fingerprint, space=space.name,
-                                space_version=space.version))
+        total += db.count(RecordKey.current(w, hw.fingerprint, space.name, space.version))
     return total
 
 
@@ -75,7 +74,7 @@ def tune(model: str | Path | ModelConfig, *, hw: str | Path | Hardware = "hbm-pi
          trials: int = DEFAULT_TRIALS, workers: int | None = None,
          db: str | Path | Database = DB_DEFAULT, seed: int = 0, sampler: str = "tpe",
          cost_model: str | object | None = DEFAULT_COST_MODEL, fusion: str | dict | None = "none",
-         progress: Callable | None = None) -> TuneReport:
+         progress: Callable | None = None, runner: str | object | None = None) -> TuneReport:
     """Tune every workload of one inference step of ``model`` on ``hw`` and report.
 
     ``context`` is the KV length for decode and the prompt length for prefill (default
@@ -84,13 +83,16 @@ def tune(model: str | Path | ModelConfig, *, hw: str | Path | Hardware = "hbm-pi
     ``workers`` defaults to all cores; ``cost_model`` is a registry kind, a saved model's
     path, an instance, or None/"none". With ``fusion="auto"`` the tasks of every fusion
     plan share the budget and the plan with the best tuned end-to-end latency is reported
-    and stored. Each input (hardware, model, database, cost model) is resolved once here
-    and passed on as an object.
+    and stored. ``runner``: a Runner, or ``local`` / ``dask://host:port``. Each input
+    (hardware, model, database, cost model, runner) is resolved once and passed on as an
+    object. Processes tuning the same tasks with the same budget on one database share the
+    job (``search.shared``).
     """
     from .compiler import plain_memory_ns, simulate_model
     from .compiler.resident import pin_graph
     from .frontend import get_model_config, model_graph, tasks
     from .search import tune_tasks
+    from .search.shared import share
 
     start = time.perf_counter()
     if sampler not in SAMPLERS:
@@ -115,13 +117,17 @@ def tune(model: str | Path | ModelConfig, *, hw: str | Path | Hardware = "hbm-pi
     # tasks: the unique workloads over every plan, with occurrence counts
     task_list = tasks(*graphs)
     reused = _reused(database, [t.workload for t in task_list], hardware)
-    before = len(database)
 
     # space, ask, predict, measure, tell and commit: one shared budget over all tasks
-    results = tune_tasks(task_list, hardware, db=database, trials=trials,
-                         workers=workers or os.cpu_count() or 1, sampler=sampler, seed=seed,
-                         cost_model=cm, progress=progress)
-    measured = len(database) - before
+    job = share(database, [t.workload for t in task_list], hardware, trials)
+    try:
+        results = tune_tasks(task_list, hardware, db=job.database, trials=trials,
+                             workers=workers or os.cpu_count() or 1, sampler=sampler,
+                             seed=seed, cost_model=cm, progress=progress, runner=runner,
+                             gate=job)
+    finally:
+        job.close()
+    measured = job.inserted  # this run's own records, whoever else writes to the database
 
     # codegen: whole-step figures, default schedules unfused vs tuned schedules per plan
     default = simulate_model(cfg, hardware, db=None, fusion={}, baseline=False, **step)
@@ -133,6 +139,7 @@ def tune(model: str | Path | ModelConfig, *, hw: str | Path | Hardware = "hbm-pi
     if fusion == "auto":
         _store_plan(database, cfg.name, phase, batch, hardware, best_plan, fig.latency_ns)
 
+    job.finish()  # results are safe: a later run starts a new job instead of resuming this
     by_key = {r.workload.key: r for r in results}
     task_reports = tuple(_task_report(by_key[t.key], t, hardware) for t in task_list)
     e2e = EndToEnd(default.latency_ns, fig.latency_ns, fig.bound_ns, base_ns,

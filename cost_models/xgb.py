@@ -63,6 +63,11 @@ def relevance(latencies: Sequence[float], levels: int = 32) -> np.ndarray:
     return np.floor(top * (1.0 - frac) + 0.5).astype(np.int64)
 
 
+# One OpenMP thread: fits are a few hundred rows, and the search fits while its simulator
+# workers run; with every core busy, two spinning OpenMP threads made a 0.4 s fit take 45 s.
+NTHREAD = 1
+
+
 class _XGBModel(CostModel):
     """Shared fit/predict/save/load; subclasses set the objective and the labels."""
 
@@ -70,7 +75,7 @@ class _XGBModel(CostModel):
     objective: ClassVar[dict]
 
     def __init__(self, *, seed: int = 0, n_estimators: int = 120, max_depth: int = 6,
-                 learning_rate: float = 0.15, nthread: int = 2) -> None:
+                 learning_rate: float = 0.15, nthread: int = NTHREAD) -> None:
         self.params = {"seed": int(seed), "n_estimators": int(n_estimators),
                        "max_depth": int(max_depth), "learning_rate": float(learning_rate),
                        "nthread": int(nthread)}
@@ -159,7 +164,7 @@ class _XGBModel(CostModel):
             raise CostModelError(f"{path} was trained on features v{meta.get('feature_version')}"
                                  f", this code computes v{FEATURE_VERSION}: retrain it with "
                                  "python -m experiments.train_cost_model")
-        model = cls(**meta["params"])
+        model = cls(**{**meta["params"], "nthread": NTHREAD})  # a saved count is not this host's
         booster = xgb.Booster()
         booster.load_model(str(path))
         booster.set_param({"nthread": model.params["nthread"]})

@@ -2,12 +2,16 @@
 
 ``load_hardware`` accepts a preset name, a path to a YAML file, a mapping, or a
 ``Hardware`` instance, and is the one place such arguments become objects. Every rule
-broken is reported with the file, the field (``section.field``) and the rule.
+broken is reported with the file, the field (``section.field``) and the rule. Numbers
+must be finite and within what a real device could be (:data:`LIMITS`: generous upper
+bounds, so a typo such as ``channels: 1000000000000`` is refused before any simulator
+sizes memory for it), and a file larger than :data:`MAX_FILE_BYTES` is refused unread.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 import typing
 from collections.abc import Mapping
 from pathlib import Path
@@ -17,7 +21,8 @@ import yaml
 from .errors import HardwareError
 from .hardware import DTYPE_BYTES, Bus, Energy, Hardware, Host, Organisation, PimUnit, Timing
 
-__all__ = ["PRESET_DIR", "list_presets", "load_hardware", "hardware_from_dict"]
+__all__ = ["LIMITS", "MAX_FILE_BYTES", "PRESET_DIR", "hardware_from_dict", "list_presets",
+           "load_hardware", "read_hardware_file"]
 
 PRESET_DIR = Path(__file__).parent / "presets"
 _SECTIONS: dict[str, type] = {
@@ -30,6 +35,20 @@ _SECTIONS: dict[str, type] = {
 }
 # Fields that may be zero (every other number must be positive).
 _MAY_BE_ZERO = {"energy", "host.op_overhead_ns", "pim.mac_latency_cycles", "timing.trtp"}
+MAX_FILE_BYTES = 1_000_000  # a hardware description is a few kB
+# Upper bounds by field or section: far above any device built or announced, low enough
+# that every derived size (banks, rows, buffers) stays allocatable.
+LIMITS: dict[str, float] = {
+    "org.channels": 1024, "org.banks_per_channel": 256, "org.bank_groups": 64,
+    "org.rows_per_bank": 1 << 22, "org.row_bytes": 1 << 16, "org.column_bytes": 4096,
+    "org.burst_length": 64, "org.tck_ns": 100.0, "timing": 10_000_000,
+    "pim.banks_per_unit": 256, "pim.lanes": 4096, "pim.clock_mhz": 100_000.0,
+    "pim.mac_latency_cycles": 10_000, "pim.registers": 1 << 16,
+    "pim.register_lanes": 4096, "pim.global_buffer_bytes": 1 << 24,
+    "bus.width_bits": 4096, "bus.data_rate_gbps": 1000.0, "host.peak_gflops": 1e9,
+    "host.bandwidth_gbps": 1e8, "host.op_overhead_ns": 1e9, "energy": 1e12,
+}
+MAX_CAPACITY_BYTES = 1 << 50  # 1 PiB in one device
 
 
 def list_presets() -> list[str]:
@@ -49,6 +68,15 @@ def load_hardware(hw: str | Path | Mapping | Hardware) -> Hardware:
         if _is_system(hw):
             return _system_device(hw, "<mapping>", None)
         return hardware_from_dict(hw, source="<mapping>")
+    path, data = read_hardware_file(hw)
+    if _is_system(data):
+        return _system_device(data, str(path), path.parent)
+    return hardware_from_dict(data, source=str(path))
+
+
+def read_hardware_file(hw: str | Path) -> tuple[Path, object]:
+    """The path of a preset name or YAML file and its parsed content (files larger than
+    :data:`MAX_FILE_BYTES`, not UTF-8 or not YAML are refused with one line)."""
     text = str(hw)
     path = Path(text)
     if not path.suffix and (PRESET_DIR / f"{text}.yaml").exists():
@@ -59,12 +87,20 @@ def load_hardware(hw: str | Path | Mapping | Hardware) -> Hardware:
             "nor an existing YAML file"
         )
     try:
-        data = yaml.safe_load(path.read_text())
+        with open(path, "rb") as f:
+            raw = f.read(MAX_FILE_BYTES + 1)
+    except OSError as e:
+        raise HardwareError(f"{path}: cannot be read ({e.strerror or e})") from None
+    if len(raw) > MAX_FILE_BYTES:
+        raise HardwareError(f"{path}: larger than {MAX_FILE_BYTES:,} bytes; a hardware file "
+                            "is a few kB (not parsed)")
+    try:
+        data = yaml.safe_load(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise HardwareError(f"{path}: not a text (UTF-8) file") from None
     except yaml.YAMLError as e:
-        raise HardwareError(f"{path}: not valid YAML ({e})") from None
-    if _is_system(data):
-        return _system_device(data, str(path), path.parent)
-    return hardware_from_dict(data, source=str(path))
+        raise HardwareError(f"{path}: not valid YAML ({' '.join(str(e).split())})") from None
+    return path, data
 
 
 def _is_system(data: object) -> bool:
@@ -106,11 +142,18 @@ def _coerce(source: str, name: str, value: object, tp: object) -> object:
             _fail(source, name, f"must be a list of strings, got {value!r}")
         return tuple(value)
     section = name.split(".")[0]
+    if isinstance(value, float) and not math.isfinite(value):
+        _fail(source, name, f"must be a finite number, got {value!r}")
     if name in _MAY_BE_ZERO or section in _MAY_BE_ZERO:
         if value < 0:
             _fail(source, name, f"must be >= 0, got {value!r}")
     elif value <= 0:
         _fail(source, name, f"must be > 0, got {value!r}")
+    limit = LIMITS.get(name, LIMITS.get(section))
+    if limit is not None and value > limit:
+        got = repr(value) if len(repr(value)) <= 24 else f"a {len(str(int(value)))}-digit number"
+        most = f"{int(limit):,}" if float(limit).is_integer() else f"{limit:g}"
+        _fail(source, name, f"must be <= {most} (no real device is larger), got {got}")
     return value
 
 
@@ -152,6 +195,9 @@ def hardware_from_dict(data: object, *, source: str) -> Hardware:
 def _check_rules(source: str, hw: Hardware) -> None:
     """Cross-field rules: the device must be physically consistent."""
     o, t, p = hw.org, hw.timing, hw.pim
+    if hw.capacity_bytes > MAX_CAPACITY_BYTES:
+        _fail(source, "org", f"describes {hw.capacity_bytes:,} bytes; a device holds at most "
+                             f"{MAX_CAPACITY_BYTES:,}")
     if o.banks_per_channel % o.bank_groups:
         _fail(source, "org.bank_groups",
               f"must divide org.banks_per_channel ({o.banks_per_channel})")

@@ -9,18 +9,20 @@ many) and, for more than one device, ``link`` (``bandwidth_gbps`` per direction,
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from pathlib import Path
 from typing import NoReturn
 
-import yaml
-
 from .errors import HardwareError
 from .hardware import TOPOLOGIES, Hardware, Link, System
 
-__all__ = ["SYSTEM_KEYS", "is_system_mapping", "load_system", "system_from_dict"]
+__all__ = ["SYSTEM_KEYS", "SYSTEM_LIMITS", "is_system_mapping", "load_system", "system_from_dict"]
 
 SYSTEM_KEYS = ("name", "description", "device", "devices", "link")
+# Generous upper bounds (as sim.hwio.LIMITS): far beyond any system built, low enough that
+# a typo is refused before a simulator allocates a memory per device.
+SYSTEM_LIMITS = {"devices": 4096, "link.bandwidth_gbps": 1e6, "link.latency_ns": 1e9}
 _LINK_KEYS = ("bandwidth_gbps", "latency_ns", "topology")
 
 
@@ -34,8 +36,10 @@ def _fail(source: str, field: str, rule: str) -> NoReturn:
 
 
 def _number(source: str, field: str, v: object, *, zero: bool = False) -> float:
-    if isinstance(v, bool) or not isinstance(v, int | float):
-        _fail(source, field, f"must be a number, got {v!r}")
+    if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
+        _fail(source, field, f"must be a finite number, got {v!r}")
+    if v > SYSTEM_LIMITS[field]:
+        _fail(source, field, f"must be at most {SYSTEM_LIMITS[field]:g}, got {v!r}")
     if v < 0 or (v == 0 and not zero):
         _fail(source, field, f"must be {'>= 0' if zero else '> 0'}, got {v!r}")
     return float(v)
@@ -90,6 +94,8 @@ def system_from_dict(data: object, *, source: str, base: Path | None = None) -> 
         _fail(source, "description", "must be a string")
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         _fail(source, "devices", f"must be a positive integer, got {n!r}")
+    if n > SYSTEM_LIMITS["devices"]:
+        _fail(source, "devices", f"must be at most {SYSTEM_LIMITS['devices']}, got {n!r}")
     link = data.get("link")
     if n > 1 and link is None:
         _fail(source, "link", f"is missing: {n} devices need a link between them")
@@ -99,7 +105,7 @@ def system_from_dict(data: object, *, source: str, base: Path | None = None) -> 
 
 def load_system(hw: str | Path | Mapping | Hardware | System) -> System:
     """A preset or file name, a mapping, a Hardware (a system of one) or a System."""
-    from .hwio import PRESET_DIR, list_presets, load_hardware
+    from .hwio import load_hardware, read_hardware_file
 
     if isinstance(hw, System):
         return hw
@@ -109,16 +115,7 @@ def load_system(hw: str | Path | Mapping | Hardware | System) -> System:
         if is_system_mapping(hw):
             return system_from_dict(hw, source="<mapping>")
         return load_system(load_hardware(hw))
-    path = Path(str(hw))
-    if not path.suffix and (PRESET_DIR / f"{hw}.yaml").exists():
-        path = PRESET_DIR / f"{hw}.yaml"
-    if not path.exists():
-        raise HardwareError(f"unknown hardware {str(hw)!r}: not a preset "
-                            f"({', '.join(list_presets())}) nor an existing YAML file")
-    try:
-        data = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as e:
-        raise HardwareError(f"{path}: not valid YAML ({e})") from None
+    path, data = read_hardware_file(hw)
     if is_system_mapping(data):
         return system_from_dict(data, source=str(path), base=path.parent)
     return load_system(load_hardware(path))

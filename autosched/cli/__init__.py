@@ -20,8 +20,15 @@ __all__ = ["main"]
 COMMANDS = (hw_cmd, sim_cmd, models_cmd, tune_cmd, lookup_cmd, db_cmd, compile_cmds)
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line (and exit status 2)."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="autosched",
         description="Autotuner and compiler for LLM inference on processing-in-memory devices.",
     )

@@ -1,7 +1,10 @@
 """``autosched compile``, ``simulate`` and ``run``: whole models on the simulated device.
 
-A hardware file of several devices (``sim.system``) compiles the model partitioned over
-them (``--partition TPxPP``, or the searched best) and reports the communication share.
+All three read tuned schedules from ``--db``, by default the database ``tune`` writes
+(``autosched.db``) when it exists, and say which schedule each operator used: exact
+(tuned for it), nearest (tuned for a similar shape) or default. A hardware file of several
+devices (``sim.system``) compiles the model partitioned over them (``--partition TPxPP``,
+or the searched best) and reports the communication share.
 """
 
 from __future__ import annotations
@@ -9,6 +12,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from ..defaults import DB_DEFAULT
+from .checks import output_file, positive, write_atomic
+from .lookup_cmd import open_existing
 from .output import kv_table, print_json, table
 from .systems import (
     budget_rows,
@@ -22,7 +28,9 @@ from .systems import (
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", required=True, metavar="NAME|config.json")
     p.add_argument("--hw", default="hbm-pim", metavar="NAME|FILE")
-    p.add_argument("--db", default=None, metavar="PATH", help="tuned-schedule database")
+    p.add_argument("--db", default=None, metavar="PATH|URL",
+                   help=f"tuned-schedule database (default: {DB_DEFAULT} if it exists); "
+                        "'none' for the default schedules")
 
 
 def _step(p: argparse.ArgumentParser) -> None:
@@ -60,22 +68,62 @@ def register(sub: argparse._SubParsersAction) -> None:
     r.set_defaults(run=_run)
 
 
+def schedule_db(where: str | None):
+    """(database or None, how to name it): ``--db`` given, else ``autosched.db`` if present."""
+    if where is None:
+        if not Path(DB_DEFAULT).is_file():
+            return None, f"no database ({DB_DEFAULT} does not exist)"
+        where = DB_DEFAULT
+    if where == "none":
+        return None, "no database (--db none)"
+    return open_existing(where), where
+
+
+def schedule_report(choices: dict, graph, source: str) -> list[str]:
+    """One line of counts, then one line per distinct workload: kind, workload, roles."""
+    counts: dict[str, int] = {}
+    rows: dict[str, list] = {}
+    for n in graph:
+        res = choices[n.name]
+        counts[res.kind] = counts.get(res.kind, 0) + 1
+        row = rows.setdefault(n.workload.key, [res, []])
+        if n.role and n.role not in row[1]:
+            row[1].append(n.role)
+    head = f"schedules from {source}: " + ", ".join(
+        f"{counts[k]} {k}" for k in ("exact", "nearest", "default", "given", "baseline")
+        if k in counts)
+    lines = [head]
+    for wkey, (res, roles) in rows.items():
+        extra = f" (from {res.source.workload.key})" if res.kind == "nearest" else ""
+        note = f"; {res.stale_note}" if res.stale_note else ""
+        lines.append(f"  {res.kind:<8} {wkey} [{', '.join(roles)}]{extra}{note}")
+    return lines
+
+
+def _check_step(args: argparse.Namespace) -> None:
+    positive(args.batch, "--batch")
+    positive(args.context, "--context")
+
+
 def _compile(args: argparse.Namespace) -> int:
-    system = system_of(args.hw)
-    if system is not None:
-        return compile_system_cmd(args, system)
     from autosched.compiler import compile_model
     from autosched.compiler.capacity import max_batch
 
-    cm = compile_model(args.model, args.hw, db=args.db, phase=args.phase, batch=args.batch,
+    _check_step(args)
+    out = output_file(args.out, "-o", force=True)  # a program file is rewritten (atomically)
+    asm = output_file(args.asm, "--asm", force=True) if args.asm else None
+    db, source = schedule_db(args.db)
+    system = system_of(args.hw, args.partition)
+    if system is not None:
+        return compile_system_cmd(args, system, db, out, asm)
+    cm = compile_model(args.model, args.hw, db=db, phase=args.phase, batch=args.batch,
                        context=args.context, placement=args.placement)
-    Path(args.out).write_text(cm.program.to_json())
-    if args.asm:
-        Path(args.asm).write_text(cm.program.to_asm())
-    counts = cm.lookup_counts()
+    write_atomic(out, lambda p: p.write_text(cm.program.to_json()))
+    if asm is not None:
+        write_atomic(asm, lambda p: p.write_text(cm.program.to_asm()))
     print(f"{cm.cfg.name} {cm.graph.phase} on {cm.hw.name}: {len(cm.graph)} operators, "
-          f"{len(cm.program.streams)} streams, placement {cm.placement}; "
-          f"schedules: " + ", ".join(f"{v} {k}" for k, v in sorted(counts.items())))
+          f"{len(cm.program.streams)} streams, placement {cm.placement}")
+    print("\n".join(schedule_report(cm.choices, cm.graph, source)))
     print(kv_table(budget_rows(cm.budget.to_dict()) + [
         (f"max_batch at context {cm.graph.context}", max_batch(cm))]))
     print(f"wrote {args.out}" + (f" and {args.asm}" if args.asm else ""))
@@ -83,16 +131,20 @@ def _compile(args: argparse.Namespace) -> int:
 
 
 def _simulate(args: argparse.Namespace) -> int:
-    system = system_of(args.hw)
-    if system is not None:
-        return simulate_system_cmd(args, system)
     from autosched.compiler import simulate_model
 
-    f = simulate_model(args.model, args.hw, db=args.db, phase=args.phase, batch=args.batch,
+    _check_step(args)
+    db, source = schedule_db(args.db)
+    system = system_of(args.hw, args.partition)
+    if system is not None:
+        return simulate_system_cmd(args, system, db, source)
+    f = simulate_model(args.model, args.hw, db=db, phase=args.phase, batch=args.batch,
                        context=args.context, placement=args.placement)
     if args.json:
-        print_json(f.to_dict())
+        print_json({**f.to_dict(), "schedules_from": source})
         return 0
+    counts = ", ".join(f"{n} {k}" for k, n in sorted(f.lookups.items()))
+    print(f"schedules from {source}: {counts}")
     rows = [[o["role"], o["workload"], o["count"], o["latency_ns"], o["bound_ns"], o["lookup"]]
             for o in f.ops]
     print(table(["role", "workload", "count", "latency ns", "bound ns", "schedule"], rows))
@@ -111,23 +163,29 @@ def _simulate(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    system = system_of(args.hw)
+    positive(args.steps, "--steps")
+    db, source = schedule_db(args.db)
+    system = system_of(args.hw, args.partition)
     if system is not None:
         from autosched.compiler.system_run import run_check_system
 
         part = resolve_partition(args.partition, args.model, system, phase="decode", batch=1,
                                  context=args.steps)
-        rep = run_check_system(args.model, system, part, steps=args.steps, db=args.db,
+        rep = run_check_system(args.model, system, part, steps=args.steps, db=db,
                                seed=args.seed)
-        if not args.json:
-            print(f"{part.describe()} on {system.name}")
+        lines = [f"schedules from {source}", f"  {part.describe()} on {system.name}"]
     else:
-        from autosched.compiler import run_check
+        from autosched.compiler import compile_model, run_check
 
-        rep = run_check(args.model, args.hw, steps=args.steps, db=args.db, seed=args.seed)
+        # the same first compile run_check makes (its kernels are cached): which schedules
+        first = compile_model(args.model, args.hw, db=db, context=args.steps,
+                              capacity=args.steps)
+        rep = run_check(args.model, args.hw, steps=args.steps, db=db, seed=args.seed)
+        lines = schedule_report(first.choices, first.graph, source)
     if args.json:
-        print_json(rep.to_dict())
+        print_json({**rep.to_dict(), "schedules_from": source, "schedules": lines[1:]})
     else:
+        print("\n".join(lines))
         print(table(["step", "token", "torch", "max abs err", "max rel err"],
                     [[r["step"], r["token"], r["ref_token"], r["max_abs_err"], r["max_rel_err"]]
                      for r in rep.steps]))

@@ -6,10 +6,10 @@ import argparse
 import importlib.util
 import json
 import math
-from pathlib import Path
 
 from sim.errors import AutoschedError
 
+from .checks import output_file, write_atomic
 from .lookup_cmd import DB_DEFAULT, open_existing
 
 EXPORT_COLUMNS = ("workload", "op", "shape", "dtype", "attrs", "hw_name", "hw_fingerprint",
@@ -31,7 +31,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     fmt.add_argument("--csv", dest="format", action="store_const", const="csv")
     fmt.add_argument("--parquet", dest="format", action="store_const", const="parquet")
     ex.add_argument("-o", "--output", required=True, metavar="FILE")
+    ex.add_argument("--force", action="store_true",
+                    help="overwrite an existing file (never a database)")
     ex.set_defaults(run=_export)
+    ck = ds.add_parser("check", help="integrity check: the file, unique records, the summary")
+    ck.add_argument("--db", default=DB_DEFAULT, metavar="PATH|URL")
+    ck.set_defaults(run=_check)
 
 
 def records_frame(db, *, op: str | None = None, hw_fingerprint: str | None = None):
@@ -87,7 +92,7 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _export(args: argparse.Namespace) -> int:
-    out = Path(args.output)
+    out = output_file(args.output, "-o", force=args.force, protect=(args.db,))
     fmt = args.format or ("parquet" if out.suffix == ".parquet" else "csv")
     if fmt == "parquet" and not (importlib.util.find_spec("pyarrow")
                                  or importlib.util.find_spec("fastparquet")):
@@ -95,8 +100,23 @@ def _export(args: argparse.Namespace) -> int:
                              "or export with --csv")
     df = records_frame(open_existing(args.db))
     if fmt == "parquet":
-        df.to_parquet(out, index=False)
+        write_atomic(out, lambda p: df.to_parquet(p, index=False))
     else:
-        df.to_csv(out, index=False)
-    print(f"{len(df)} measurement(s) written to {out}")
+        write_atomic(out, lambda p: df.to_csv(p, index=False))
+    print(f"{len(df)} measurement(s) written to {args.output}")
     return 0
+
+
+def _check(args: argparse.Namespace) -> int:
+    from ..database import SqlDatabase
+    from ..database.check import check_database
+
+    db = open_existing(args.db)
+    if not isinstance(db, SqlDatabase):
+        raise AutoschedError(f"{args.db}: only SQL databases have an integrity check")
+    problems = check_database(db)
+    for p in problems:
+        print(p)
+    print(f"{args.db}: {len(db)} measurement(s), "
+          + ("ok" if not problems else f"{len(problems)} problem(s)"))
+    return 1 if problems else 0

@@ -26,7 +26,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def parse_pairs(text: str, what: str) -> dict[str, str]:
-    """``"a=1,b=x"`` -> {"a": "1", "b": "x"}; raises naming the malformed item."""
+    """``"a=1,b=x"`` -> {"a": "1", "b": "x"}; raises naming a malformed or repeated item."""
     out: dict[str, str] = {}
     for item in (s.strip() for s in text.split(",")):
         if not item:
@@ -34,6 +34,8 @@ def parse_pairs(text: str, what: str) -> dict[str, str]:
         key, sep, val = item.partition("=")
         if not sep or not key.strip() or not val.strip():
             raise AutoschedError(f"{what} item {item!r} is not key=value")
+        if key.strip() in out:
+            raise AutoschedError(f"{what} names {key.strip()!r} twice")
         out[key.strip()] = val.strip()
     return out
 
@@ -59,7 +61,10 @@ def workload_from_args(op: str, shape: str, dtype: str, attrs: list[str]):
             raise AutoschedError(f"--shape {k}={v}: dims are integers") from None
     attr: dict[str, str | int | float] = {}
     for a in attrs:
-        attr.update({k: _value(v) for k, v in parse_pairs(a, "--attr").items()})
+        for k, v in parse_pairs(a, "--attr").items():
+            if k in attr:
+                raise AutoschedError(f"--attr names {k!r} twice")
+            attr[k] = _value(v)
     return Workload.make(op, dtype, attr or None, **dims)
 
 
@@ -89,6 +94,8 @@ def _run(args: argparse.Namespace) -> int:
                       "re-validated for this shape",
            "default": "no usable tuned schedule" + (f" (no database at {args.db})"
                                                     if missing else "")}[res.kind]
+    if res.stale_note:
+        why += f"; {res.stale_note}"
     pairs: list[tuple[str, object]] = [("workload", w.key), ("hardware", hw.name),
                                        ("lookup", f"{res.kind}: {why}"),
                                        ("space", f"{res.schedule.space} v{res.schedule.version}")]

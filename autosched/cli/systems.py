@@ -12,12 +12,19 @@ __all__ = ["budget_rows", "compile_system_cmd", "partition_arg", "resolve_partit
            "simulate_system_cmd", "system_of"]
 
 
-def system_of(hw: str):
-    """The System of ``--hw`` when it has several devices, else None."""
+def system_of(hw: str, partition: str | None = None):
+    """The System of ``--hw`` when it has several devices, else None (a ``--partition``
+    other than 1x1 on one device is refused)."""
+    from sim.errors import AutoschedError
     from sim.system import load_system
 
     s = load_system(hw)
-    return s if s.devices > 1 else None
+    if s.devices > 1:
+        return s
+    if partition is not None and partition.lower().replace(" ", "") != "1x1":
+        raise AutoschedError(f"--partition {partition}: {s.name} is one device (use a "
+                             "system file of several devices, e.g. hbm-pim-x16)")
+    return None
 
 
 def partition_arg(text: str | None, model: str, system):
@@ -79,16 +86,20 @@ def resolve_partition(text: str | None, model: str, system, *, phase: str, batch
     return fit[0]["partition"]
 
 
-def compile_system_cmd(args: argparse.Namespace, system) -> int:
+def compile_system_cmd(args: argparse.Namespace, system, db, out: Path,
+                       asm: Path | None) -> int:
+    """``compile`` on a system: the partitioned program written to ``out`` (and ``asm``)."""
     from autosched.compiler.system_compile import compile_system
+
+    from .checks import write_atomic
 
     part = resolve_partition(args.partition, args.model, system, phase=args.phase,
                              batch=args.batch, context=args.context)
-    cs = compile_system(args.model, system, part, db=args.db, phase=args.phase,
+    cs = compile_system(args.model, system, part, db=db, phase=args.phase,
                         batch=args.batch, context=args.context, placement=args.placement)
-    Path(args.out).write_text(cs.program.to_json())
-    if args.asm:
-        Path(args.asm).write_text(cs.program.to_asm())
+    write_atomic(out, lambda p: p.write_text(cs.program.to_json()))
+    if asm is not None:
+        write_atomic(asm, lambda p: p.write_text(cs.program.to_asm()))
     print(f"{cs.cfg.name} {cs.graph.phase} on {system.name}: {part.describe()}, "
           f"{len(cs.program.groups)} device groups")
     for s, cm in enumerate(cs.stages):
@@ -99,16 +110,18 @@ def compile_system_cmd(args: argparse.Namespace, system) -> int:
     return 0
 
 
-def simulate_system_cmd(args: argparse.Namespace, system) -> int:
+def simulate_system_cmd(args: argparse.Namespace, system, db, source: str) -> int:
+    """``simulate`` on a system: candidates, the chosen partition, its communication."""
     from autosched.compiler.system_figures import simulate_system_model
 
-    f, _ = simulate_system_model(args.model, system, db=args.db, phase=args.phase,
+    f, _ = simulate_system_model(args.model, system, db=db, phase=args.phase,
                                  batch=args.batch, context=args.context,
                                  placement=args.placement,
                                  partition=partition_arg(args.partition, args.model, system))
     if args.json:
-        print_json(f.to_dict())
+        print_json({**f.to_dict(), "schedules_from": source})
         return 0
+    print(f"schedules from {source}")
     top = [c for c in f.candidates if c["fits"]][:5]
     print(table(["tp", "pp", "devices", "estimate us", "GB per device"],
                 [[c["tp"], c["pp"], c["tp"] * c["pp"], c["estimate_ns"] / 1e3,

@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import json
+import logging
 import os
 import sys
 from typing import TYPE_CHECKING
 
+from sim.errors import AutoschedError
+
+from .checks import output_file, positive, write_atomic
 from .output import kv_table, table
 
 if TYPE_CHECKING:
@@ -29,7 +34,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--trials", type=int, default=DEFAULT_TRIALS, metavar="N",
                    help=f"new measurements this run may spend (default {DEFAULT_TRIALS})")
     p.add_argument("--workers", type=int, default=None, metavar="N",
-                   help=f"simulator processes (default: all {os.cpu_count()} cores)")
+                   help=f"simulator processes of the local runner (default: all "
+                        f"{os.cpu_count()} cores)")
+    p.add_argument("--runner", default="local", metavar="local|dask://HOST:PORT",
+                   help="where measurements run: the local process pool (default) or the "
+                        "Dask cluster whose scheduler listens at HOST:PORT")
+    p.add_argument("--timeout", type=float, default=None, metavar="S",
+                   help="time limit of one measurement in seconds; longer ones are "
+                        "recorded as failures (default 300)")
     p.add_argument("--db", default=DB_DEFAULT, metavar="PATH|URL")
     p.add_argument("--report", default=None, metavar="FILE", help="write a JSON report")
     p.add_argument("--seed", type=int, default=0)
@@ -67,42 +79,78 @@ class ProgressBar:
             self.bar.close()
 
 
+def _check(args: argparse.Namespace, cfg) -> None:
+    """Every flag checked before any work; a capped context is reported, not hidden."""
+    from ..measure import check_runner
+
+    positive(args.batch, "--batch")
+    positive(args.context, "--context")
+    positive(args.workers, "--workers")
+    if args.trials < 0:
+        raise AutoschedError(f"--trials must be >= 0, got {args.trials}")
+    if args.timeout is not None and not args.timeout > 0:
+        raise AutoschedError(f"--timeout must be > 0 seconds, got {args.timeout:g}")
+    if check_runner(args.runner) is not None and args.workers is not None:
+        raise AutoschedError("--workers sizes the local runner; a Dask cluster's workers are "
+                             "started with `dask worker`")
+    if args.context is not None and args.context > cfg.max_positions:
+        print(f"autosched: note: --context {args.context} is capped to {cfg.max_positions}, "
+              f"{cfg.name}'s max_position_embeddings", file=sys.stderr)
+
+
 def _run(args: argparse.Namespace) -> int:
     from sim.hwio import load_hardware
 
     from ..database import open_database
     from ..frontend import get_model_config
+    from ..measure import make_runner
     from ..report import TASK_HEADERS
     from ..tune import tune
 
     hw = load_hardware(args.hw)
     cfg = get_model_config(args.model)
+    _check(args, cfg)
+    report = output_file(args.report, "--report", force=True) if args.report else None
     db = open_database(args.db)
     before = len(db)
     bar = ProgressBar(enabled=not args.quiet and sys.stderr.isatty())
+    runner = make_runner(args.runner, args.workers, timeout=args.timeout)
+    _quiet("distributed")  # a lost cluster is reported in one line, not by its log
     try:
         rep = tune(cfg, hw=hw, phase=args.phase, batch=args.batch, context=args.context,
                    trials=args.trials, workers=args.workers, db=db, seed=args.seed,
                    sampler=args.sampler, cost_model=args.cost_model, fusion=args.fusion,
-                   progress=bar)
+                   progress=bar, runner=runner)
     except KeyboardInterrupt:
         bar.close()
-        kept = len(db) - before
-        print(f"autosched: interrupted; the {kept} measurement(s) of this run are committed to "
-              f"{args.db}; rerun the same command to resume", file=sys.stderr)
+        print(f"autosched: interrupted; the {len(db) - before} measurement(s) committed since "
+              f"this run started are kept in {db_label(db)}; rerun the same command to resume",
+              file=sys.stderr)
         return 130
     finally:
         bar.close()
+        runner.close()
     print(f"{rep.model} {rep.phase} batch {rep.batch}, "
           f"{'context' if rep.phase == 'decode' else 'prompt'} {rep.context}, on {rep.hardware} "
           f"({rep.hardware_fingerprint[:12]}); sampler {rep.sampler}, cost model "
           f"{rep.cost_model}, {rep.measurements} new measurement(s), {rep.reused} reused "
-          f"from {args.db}")
+          f"from {db_label(db)}")
     print()
     print(table(TASK_HEADERS, rep.task_rows()))
     print()
     print(kv_table(rep.end_to_end_pairs()))
-    if args.report:
-        rep.write(args.report)
+    if report is not None:
+        write_atomic(report, lambda p: p.write_text(json.dumps(rep.to_dict(), indent=2) + "\n"))
         print(f"\nreport written to {args.report}")
     return 0
+
+
+def _quiet(package: str) -> None:
+    for name in [package, *logging.root.manager.loggerDict]:
+        if name == package or name.startswith(package + "."):
+            logging.getLogger(name).setLevel(logging.CRITICAL)
+
+
+def db_label(db) -> str:
+    """How to name a database in messages (its path, or its URL without password)."""
+    return getattr(db, "where", str(db))

@@ -6,7 +6,9 @@ plus its space under ``search_spaces/``; see ``docs/adding-an-operator.md``.
 
 from __future__ import annotations
 
-from search_spaces import Schedule, Workload
+import functools
+
+from search_spaces import Schedule, Space, Workload
 from search_spaces.errors import ScheduleError
 from search_spaces.pointwise import POINTWISE_FAMILIES
 from sim.errors import AutoschedError, InternalError, ProgramError
@@ -20,7 +22,7 @@ from .families.layernorm import LayerNormLowering
 from .families.pointwise import PointwiseLowering
 from .lowering import Lowering
 
-__all__ = ["LOWERINGS", "build", "lowering_for"]
+__all__ = ["LOWERINGS", "build", "lowering_for", "space_of"]
 
 _GEMV, _POINTWISE = GemvLowering(), PointwiseLowering()
 
@@ -43,6 +45,18 @@ def lowering_for(workload: Workload) -> Lowering:
     return low
 
 
+def space_of(workload: Workload, hw: Hardware) -> Space:
+    """The schedule space of ``workload`` on ``hw`` from its family's lowering, built once
+    per (lowering, workload, hardware): spaces are immutable and some take a millisecond
+    to build, which a lookup per compiled operator would pay every time."""
+    return _space(lowering_for(workload), workload, hw)
+
+
+@functools.lru_cache(maxsize=4096)
+def _space(low: Lowering, workload: Workload, hw: Hardware) -> Space:
+    return low.space(workload, hw)
+
+
 def build(workload: Workload, schedule: Schedule | dict | None, hw: Hardware) -> Kernel:
     """Validate ``schedule`` against the family's space, lower it, validate the program.
 
@@ -52,7 +66,7 @@ def build(workload: Workload, schedule: Schedule | dict | None, hw: Hardware) ->
     naming the family, the workload and the schedule.
     """
     low = lowering_for(workload)
-    space = low.space(workload, hw)
+    space = space_of(workload, hw)
     if schedule is None:
         point = low.default(workload, hw)
     elif isinstance(schedule, Schedule):

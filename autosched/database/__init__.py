@@ -1,13 +1,20 @@
-"""The tuned-schedule database: every measurement, best schedule per workload and hardware."""
+"""The tuned-schedule database: every measurement, best schedule per record key.
+
+:class:`Database` is the interface (its docstring states the contract, which
+:mod:`autosched.database.contract` checks); :class:`SqlDatabase` stores it in SQLite or
+PostgreSQL; :mod:`.leases` coordinates several tuning processes on one database.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from autosched.measure.record import RecordKey
+
 from .base import Database, DatabaseError
 from .sql import SqlDatabase
 
-__all__ = ["Database", "DatabaseError", "SqlDatabase", "open_database"]
+__all__ = ["Database", "DatabaseError", "RecordKey", "SqlDatabase", "open_database"]
 
 
 def open_database(db: str | Path | Database) -> Database:

@@ -1,163 +1,161 @@
 """SQL storage through SQLAlchemy Core: a SQLite file by default (WAL mode), any URL else.
 
 SQLAlchemy is used (it already comes with Optuna) so that the same code serves a local
-file and a PostgreSQL server shared by several tuning machines.
+file and a PostgreSQL server shared by several tuning machines. Tables, creation and
+migration: :mod:`.schema`; the idempotent write: :mod:`.summary`; locations, drivers
+and transactions: :mod:`.engine`.
 """
 
 from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TypeVar
 
 import sqlalchemy as sa
-from sqlalchemy import event
-from sqlalchemy.exc import SQLAlchemyError
 
-from autosched.measure.record import Measurement
+from autosched.measure.record import Measurement, RecordKey
 from search_spaces.schedule import Schedule
 from search_spaces.workload import Workload
 
-from .base import Database, DatabaseError
+from .base import Database, DatabaseError, Stale
+from .engine import is_sqlite, make_engine, normalise, reason, sqlite_path, sqlite_tables
+from .engine import transaction as _transaction
+from .nearest import by_distance
+from .queries import BEST, COUNT, STALE, near_params, near_query
+from .schema import ensure_schema, foreign_tables, key_values, measurements, plans
+from .summary import store
 
 __all__ = ["SqlDatabase"]
 
-SCHEMA_VERSION = 1
-_meta = sa.MetaData()
-measurements = sa.Table(
-    "measurements", _meta,
-    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
-    sa.Column("workload_key", sa.String(256), nullable=False),
-    sa.Column("op", sa.String(32), nullable=False),
-    sa.Column("shape", sa.Text, nullable=False),
-    sa.Column("hw_fingerprint", sa.String(64), nullable=False),
-    sa.Column("hw_name", sa.String(128), nullable=False),
-    sa.Column("space", sa.String(64), nullable=False),
-    sa.Column("space_version", sa.Integer, nullable=False),
-    sa.Column("sim_version", sa.String(32), nullable=False),
-    sa.Column("schedule_key", sa.String(512), nullable=False),
-    sa.Column("latency_ns", sa.Float, nullable=True),
-    sa.Column("energy_pj", sa.Float, nullable=True),
-    sa.Column("error", sa.Text, nullable=False, default=""),
-    sa.Column("record", sa.Text, nullable=False),
-    sa.Column("created", sa.Float, nullable=False),
-    sa.Index("ix_lookup", "workload_key", "hw_fingerprint", "space", "space_version"),
-    sa.Index("ix_exact", "workload_key", "hw_fingerprint", "schedule_key", "sim_version"),
-)
-plans = sa.Table(
-    "plans", _meta,
-    sa.Column("key", sa.String(256), primary_key=True),
-    sa.Column("hw_fingerprint", sa.String(64), primary_key=True),
-    sa.Column("plan", sa.Text, nullable=False),
-    sa.Column("latency_ns", sa.Float, nullable=False),
-    sa.Column("created", sa.Float, nullable=False),
-)
-info = sa.Table("autosched_info", _meta, sa.Column("key", sa.String(64), primary_key=True),
-                sa.Column("value", sa.String(256)))
-
-
-def _url(db: str) -> str:
-    return db if "://" in db else f"sqlite:///{Path(db).expanduser()}"
+T = TypeVar("T")
 
 
 class SqlDatabase(Database):
-    """Measurements in one SQL table; ``where`` is a file path or an SQLAlchemy URL."""
+    """Measurements in SQL tables; ``where`` is a file path or an SQLAlchemy URL.
+
+    ``url`` is the full URL (Optuna's storage of the same database), ``where`` the text
+    to show (passwords hidden).
+    """
 
     def __init__(self, where: str | Path) -> None:
-        self.where = str(where)
-        url = _url(self.where)
+        self.url, self.where = normalise(where)
+        if is_sqlite(self.url) and (path := sqlite_path(self.url)) is not None:
+            tables = sqlite_tables(path, self.where)  # read-only: a foreign file stays as it is
+            if tables is not None and "autosched_info" not in tables \
+                    and foreign_tables(tables):
+                raise DatabaseError(f"{self.where} belongs to another application (tables: "
+                                    f"{', '.join(sorted(foreign_tables(tables))[:5])}); "
+                                    "autosched left it untouched: pass another --db")
+        self.engine = make_engine(self.url, self.where)
         try:
-            kw = {"connect_args": {"timeout": 60}} if url.startswith("sqlite") else {}
-            self.engine = sa.create_engine(url, **kw)
-            if url.startswith("sqlite"):
-                event.listen(self.engine, "connect", _sqlite_pragmas)
-            with self.engine.begin() as conn:
-                _meta.create_all(conn, checkfirst=True)
-                row = conn.execute(sa.select(info.c.value).where(info.c.key == "schema")).first()
-                if row is None:
-                    conn.execute(info.insert().values(key="schema", value=str(SCHEMA_VERSION)))
-                elif row[0] != str(SCHEMA_VERSION):
-                    raise DatabaseError(f"{self.where}: schema version {row[0]}, expected "
-                                        f"{SCHEMA_VERSION}; export it with an older autosched")
-        except SQLAlchemyError as e:
-            raise DatabaseError(f"{self.where} is not a usable autosched database "
-                                f"({_reason(e)}); move it away or pass another --db") from None
+            ensure_schema(self.engine, self.where)
+        except Exception:
+            self.engine.dispose()
+            raise
 
-    def commit(self, m: Measurement) -> None:
-        row = {
-            "workload_key": m.workload.key, "op": m.workload.op,
-            "shape": json.dumps(dict(m.workload.shape)), "hw_fingerprint": m.hw_fingerprint,
-            "hw_name": m.hw_name, "space": m.schedule.space, "space_version": m.schedule.version,
-            "sim_version": m.sim_version, "schedule_key": m.schedule.key,
-            "latency_ns": m.to_dict()["latency_ns"], "energy_pj": m.to_dict()["energy_pj"],
-            "error": m.error, "record": json.dumps(m.to_dict()), "created": m.created,
-        }
-        self._run(lambda c: c.execute(measurements.insert().values(**row)), write=True)
+    # ------------------------------------------------------------------ writes
+    def commit(self, m: Measurement, *, job: int | None = None, run: str | None = None
+               ) -> bool:
+        """Store ``m`` (tagged with the ``job`` and ``run`` that measured it, if any)."""
+        return self.execute(lambda c: store(c, m, job, run), write=True)
 
-    def find(self, workload: Workload, hw_fingerprint: str, schedule: Schedule,
-             sim_version: str) -> Measurement | None:
-        t = measurements.c
-        q = sa.select(measurements.c.record).where(
-            t.workload_key == workload.key, t.hw_fingerprint == hw_fingerprint,
-            t.schedule_key == schedule.key, t.sim_version == sim_version,
-            t.space == schedule.space, t.space_version == schedule.version,
-        ).order_by(t.id).limit(1)
-        rows = self._run(lambda c: c.execute(q).all())
-        return Measurement.from_dict(json.loads(rows[0][0])) if rows else None
-
-    def records(self, *, workload: Workload | None = None, hw_fingerprint: str | None = None,
-                op: str | None = None, space: str | None = None,
-                space_version: int | None = None) -> list[Measurement]:
-        t = measurements.c
-        q = sa.select(t.record).order_by(t.id)
-        for col, val in ((t.workload_key, workload.key if workload else None),
-                         (t.hw_fingerprint, hw_fingerprint), (t.op, op), (t.space, space),
-                         (t.space_version, space_version)):
-            if val is not None:
-                q = q.where(col == val)
-        rows = self._run(lambda c: c.execute(q).all())
-        return [Measurement.from_dict(json.loads(r[0])) for r in rows]
+    def commit_many(self, ms, *, job: int | None = None, run: str | None = None) -> int:
+        """Store many measurements in one transaction; returns how many were new."""
+        return self.execute(lambda c: sum(store(c, m, job, run) for m in ms), write=True)
 
     def save_plan(self, key: str, hw_fingerprint: str, plan: dict, latency_ns: float) -> None:
         row = {"key": key, "hw_fingerprint": hw_fingerprint, "plan": json.dumps(plan),
                "latency_ns": latency_ns, "created": time.time()}
 
-        def write(c) -> None:
+        def write(c: sa.Connection) -> None:
             c.execute(plans.delete().where(plans.c.key == key,
                                            plans.c.hw_fingerprint == hw_fingerprint))
             c.execute(plans.insert().values(**row))
 
-        self._run(write, write=True)
+        self.execute(write, write=True)
+
+    # ------------------------------------------------------------------ reads
+    def find(self, workload: Workload, hw_fingerprint: str, schedule: Schedule,
+             sim_version: str) -> Measurement | None:
+        t = measurements.c
+        q = sa.select(t.record).where(
+            t.workload_key == workload.key, t.hw_fingerprint == hw_fingerprint,
+            t.schedule_key == schedule.key, t.sim_version == sim_version,
+            t.space == schedule.space, t.space_version == schedule.version).limit(1)
+        rows = self.execute(lambda c: c.execute(q).all())
+        return _parse(rows[0][0]) if rows else None
+
+    def records(self, key: RecordKey | None = None, *, workload: Workload | None = None,
+                hw_fingerprint: str | None = None, op: str | None = None,
+                space: str | None = None, space_version: int | None = None,
+                sim_version: str | None = None) -> list[Measurement]:
+        t = measurements.c
+        q = sa.select(t.record).order_by(t.id)
+        filters = {"workload_key": workload.key if workload else None,
+                   "hw_fingerprint": hw_fingerprint, "op": op, "space": space,
+                   "space_version": space_version, "sim_version": sim_version}
+        if key is not None:
+            filters.update(key_values(key))
+        for col, val in filters.items():
+            if val is not None:
+                q = q.where(t[col] == val)
+        rows = self.execute(lambda c: c.execute(q).all())
+        return [_parse(r[0]) for r in rows]
+
+    def best(self, key: RecordKey) -> Measurement | None:
+        text = self.execute(lambda c: c.execute(BEST, key_values(key)).scalar_one_or_none())
+        return _parse(text) if text is not None else None
+
+    def nearest(self, key: RecordKey) -> Iterator[Measurement]:
+        def fetch(r: float) -> list[tuple[Workload, str]]:
+            q, params = near_query(key, r), near_params(key, r)
+            rows = self.execute(lambda c: c.execute(q, params).all())
+            return [(_workload(key.workload, shape), text) for shape, text in rows]
+
+        for _, text in by_distance(key.workload, fetch):
+            yield _parse(text)
+
+    def count(self, key: RecordKey) -> int:
+        n = self.execute(lambda c: c.execute(COUNT, key_values(key)).scalar_one_or_none())
+        return int(n or 0)
+
+    def stale(self, key: RecordKey) -> list[Stale]:
+        rows = self.execute(lambda c: c.execute(STALE, key_values(key)).all())
+        return [(int(a), str(b), int(n)) for a, b, n in rows]
 
     def plan(self, key: str, hw_fingerprint: str) -> dict | None:
         q = sa.select(plans.c.plan).where(plans.c.key == key,
                                           plans.c.hw_fingerprint == hw_fingerprint)
-        rows = self._run(lambda c: c.execute(q).all())
+        rows = self.execute(lambda c: c.execute(q).all())
         return json.loads(rows[0][0]) if rows else None
 
     def __len__(self) -> int:
         q = sa.select(sa.func.count()).select_from(measurements)
-        return int(self._run(lambda c: c.execute(q).scalar_one()))
+        return int(self.execute(lambda c: c.execute(q).scalar_one()))
 
+    # ------------------------------------------------------------------ plumbing
     def close(self) -> None:
         self.engine.dispose()
 
-    def _run(self, fn, write: bool = False):
+    def execute(self, fn: Callable[[sa.Connection], T], *, write: bool = False) -> T:
+        """``fn(connection)`` in one transaction (a write one holds the write lock);
+        SQLAlchemy errors become one-line :class:`DatabaseError`\\ s."""
         try:
-            with self.engine.begin() as conn:
+            with _transaction(self.engine, write=write) as conn:
                 return fn(conn)
-        except SQLAlchemyError as e:
-            raise DatabaseError(f"{self.where}: database error ({_reason(e)})") from None
+        except sa.exc.SQLAlchemyError as e:
+            hint = ("; the write was rolled back and everything committed before is kept (full "
+                    "disk? free space and rerun to resume)") if write else ""
+            raise DatabaseError(f"{self.where}: database error ({reason(e)}){hint}") from None
 
 
-def _sqlite_pragmas(dbapi_conn, _record) -> None:
-    cur = dbapi_conn.cursor()
-    cur.execute("PRAGMA journal_mode=WAL")
-    cur.execute("PRAGMA synchronous=NORMAL")
-    cur.execute("PRAGMA busy_timeout=60000")
-    cur.close()
+def _workload(like: Workload, shape: str) -> Workload:
+    """A workload of ``like``'s family with the stored ``shape``."""
+    return Workload.make(like.op, like.dtype, dict(like.attrs) or None, **json.loads(shape))
 
 
-def _reason(e: Exception) -> str:
-    orig = getattr(e, "orig", None)
-    return str(orig) if orig is not None else type(e).__name__
+def _parse(text: str) -> Measurement:
+    return Measurement.from_dict(json.loads(text))

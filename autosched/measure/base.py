@@ -37,6 +37,11 @@ class MeasureInput:
         """``workload key / schedule key on hw name``, for error messages."""
         return f"{self.workload.key} / {self.schedule.key} on {self.hw.name}"
 
+    def failure(self, error: str) -> Measurement:
+        """The failure record of this input (the measurement could not be made)."""
+        return Measurement.failed(self.workload, self.schedule, self.hw.fingerprint,
+                                  self.hw.name, SIM_VERSION, error)
+
 
 def measure_one(inp: MeasureInput) -> Measurement:
     """Build, simulate and bound ``inp``; any :class:`AutoschedError` becomes a failure record.
@@ -51,7 +56,7 @@ def measure_one(inp: MeasureInput) -> Measurement:
         program = inp.program if inp.program is not None else build(w, inp.schedule, hw).program
         res = simulate(program, hw)
     except AutoschedError as e:
-        return Measurement.failed(w, inp.schedule, hw.fingerprint, hw.name, SIM_VERSION, str(e))
+        return inp.failure(str(e))
     return Measurement(w, inp.schedule, hw.fingerprint, hw.name, SIM_VERSION,
                        res.latency_ns, res.energy_pj, bound_ns)
 
@@ -64,13 +69,18 @@ class Runner(abc.ABC):
 
     * ``run(inputs)`` returns exactly one :class:`Measurement` per input, in input order;
     * a candidate that cannot be built or run is a *record* (``Measurement.failed`` with
-      the reason), never an exception, so the search goes on and never retries it;
-    * an unexpected error (a bug, a lost worker) raises, naming the input it concerned;
+      the reason), never an exception, so the search goes on and never retries it; so is
+      one that runs longer than the runner's ``timeout`` and, where workers can die, one
+      that kills its worker more than once;
+    * an unexpected error (a bug, a lost cluster) raises, naming the input it concerned;
     * ``run`` is deterministic in the values it returns (latency, energy, bound) for a
       given input, whatever the parallelism; it does not write to any database (the
       caller commits each record);
     * a runner may hold workers between calls; ``close()`` releases them (idempotent) and
-      runners are context managers. One runner is driven by one thread at a time.
+      runners are context managers. One runner is driven by one thread at a time;
+    * workers ignore SIGINT: Ctrl-C reaches the driving process only, which stops cleanly.
+
+    :mod:`autosched.measure.contract` checks this contract for every implementation.
     """
 
     @abc.abstractmethod

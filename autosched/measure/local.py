@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import os
-from collections.abc import Sequence
+import signal
+from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 
@@ -11,12 +13,15 @@ from autosched.measure.record import Measurement
 from sim.errors import AutoschedError
 
 from .base import MeasureInput, Runner, measure_one
+from .deadline import MEASURE_TIMEOUT_S, within
 
 __all__ = ["LocalRunner"]
 
 
 def _warm() -> None:
-    """Worker initialiser: register the built-in lowerings once per process."""
+    """Worker initialiser: ignore Ctrl-C (the parent stops the run) and register the
+    built-in lowerings once per process."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     from ..codegen import families  # noqa: F401
 
 
@@ -25,16 +30,23 @@ class LocalRunner(Runner):
 
     The pool starts at the first ``run`` and is reused until :meth:`close`. Workers are
     forked where the platform allows, so lowerings registered by the parent are present.
-    A worker exception other than :class:`AutoschedError` (which ``measure_one`` already
-    turns into a failure record) propagates with a note naming the input; a worker that
-    dies takes the pool with it, and the next ``run`` starts a fresh one.
+    ``measure`` (default :func:`measure_one`) makes one record and must be picklable;
+    a measurement longer than ``timeout`` seconds is recorded as a failure. A worker
+    exception other than :class:`AutoschedError` (which ``measure_one`` already turns
+    into a failure record) propagates with a note naming the input; a worker that dies
+    takes the pool with it, and the next ``run`` starts a fresh one.
     """
 
-    def __init__(self, workers: int | None = None) -> None:
+    def __init__(self, workers: int | None = None, *,
+                 measure: Callable[[MeasureInput], Measurement] = measure_one,
+                 timeout: float | None = MEASURE_TIMEOUT_S) -> None:
         n = (os.cpu_count() or 1) if workers is None else workers
         if type(n) is not int or n < 1:
             raise AutoschedError(f"LocalRunner needs workers >= 1, got {workers!r}")
-        self.workers = n
+        if timeout is not None and not timeout > 0:
+            raise AutoschedError(f"a measurement time limit must be > 0 s, got {timeout!r}")
+        self.workers, self.timeout = n, timeout
+        self._one = functools.partial(within, measure, timeout=timeout)
         self._pool: ProcessPoolExecutor | None = None
         self._closed = False
 
@@ -42,10 +54,10 @@ class LocalRunner(Runner):
         if self._closed:
             raise AutoschedError("this LocalRunner is closed; create a new one")
         if self.workers == 1 or len(inputs) <= 1:
-            return [_named(measure_one, inp) for inp in inputs]
+            return [_named(self._one, inp) for inp in inputs]
         if self._pool is None:
             self._pool = ProcessPoolExecutor(self.workers, initializer=_warm)
-        futures = [self._pool.submit(measure_one, inp) for inp in inputs]
+        futures = [self._pool.submit(self._one, inp) for inp in inputs]
         out: list[Measurement] = []
         for fut, inp in zip(futures, inputs, strict=True):
             try:

@@ -1,7 +1,10 @@
-"""The measurement record: one timed (workload, schedule, hardware), failures included.
+"""The measurement record and its key: one timed (workload, schedule, hardware).
 
 A failed candidate is a record with ``error`` set and infinite latency: the search and
-the database keep it, so it is never proposed or simulated again.
+the database keep it, so it is never proposed or simulated again. A :class:`RecordKey`
+names everything but the schedule that a measured figure depends on; the database
+filters every query on it, so a record of another simulator version or space version
+is never mistaken for a current one.
 """
 
 from __future__ import annotations
@@ -13,7 +16,30 @@ from dataclasses import dataclass, field
 from search_spaces.schedule import Schedule
 from search_spaces.workload import Workload
 
-__all__ = ["Measurement"]
+__all__ = ["Measurement", "RecordKey"]
+
+
+@dataclass(frozen=True)
+class RecordKey:
+    """Workload, hardware fingerprint, space and its version, simulator version.
+
+    Two records with equal keys were measured under the same rules and compare; one with
+    another simulator or space version is *stale* for this key.
+    """
+
+    workload: Workload
+    hw_fingerprint: str
+    space: str
+    space_version: int
+    sim_version: str
+
+    @classmethod
+    def current(cls, workload: Workload, hw_fingerprint: str, space: str,
+                space_version: int) -> RecordKey:
+        """The key of records measured by this simulator (``sim.SIM_VERSION``)."""
+        from sim import SIM_VERSION
+
+        return cls(workload, hw_fingerprint, space, space_version, SIM_VERSION)
 
 
 @dataclass(frozen=True)
@@ -34,6 +60,11 @@ class Measurement:
     @property
     def ok(self) -> bool:
         return not self.error and math.isfinite(self.latency_ns)
+
+    @property
+    def key(self) -> RecordKey:
+        return RecordKey(self.workload, self.hw_fingerprint, self.schedule.space,
+                         self.schedule.version, self.sim_version)
 
     @classmethod
     def failed(cls, workload: Workload, schedule: Schedule, hw_fingerprint: str, hw_name: str,

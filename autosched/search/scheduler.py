@@ -19,6 +19,7 @@ from autosched.measure.record import Measurement
 from search_spaces import Workload
 
 from ..measure import Runner
+from .shared import Gate, Solo
 from .study import SearchError
 from .tuner import TaskTuner
 
@@ -67,12 +68,13 @@ class TaskScheduler:
 
     def __init__(self, tuners: Sequence[TaskTuner], runner: Runner, *, seed: int = 0,
                  warmup: int = 4, batch: int = 8, window: int = 8, floor: float = 0.02,
-                 epsilon: float = 0.05) -> None:
+                 epsilon: float = 0.05, gate: Gate | None = None) -> None:
         if warmup < 1 or batch < 1 or window < 1 or floor <= 0 or not 0 <= epsilon < 1:
             raise SearchError(f"scheduler needs warmup, batch, window >= 1, floor > 0 and "
                               f"0 <= epsilon < 1; got {warmup}, {batch}, {window}, {floor}, "
                               f"{epsilon}")
         self.tuners, self.runner = list(tuners), runner
+        self.gate = gate or Solo()  # several processes on one job: .shared.SharedJob
         self.warmup, self.batch, self.window = warmup, batch, window
         self.floor, self.epsilon = floor, epsilon
         self.rng = np.random.default_rng(seed)
@@ -92,7 +94,8 @@ class TaskScheduler:
         return t.count * best * max(gain, self.floor)
 
     def _pick(self) -> int | None:
-        live = [i for i, t in enumerate(self.tuners) if not t.exhausted]
+        live = [i for i, t in enumerate(self.tuners) if not t.exhausted
+                and not self.gate.blocked(t)]
         if not live:
             return None
         order = self.rng.permutation(len(self.tuners))
@@ -103,15 +106,15 @@ class TaskScheduler:
     def _measure(self, picks: list[tuple[int, int]], used: int, budget: int,
                  progress: Callable[[Progress], None] | None) -> int:
         """Propose for each (task, n), run everything as one batch, record; returns count."""
+        picks = [(i, k) for i, n in picks if (k := self.gate.grant(self.tuners[i], n))]
         props = [(i, self.tuners[i].propose(n)) for i, n in picks]
         flat = [inp for _, inputs in props for inp in inputs]
-        if not flat:
-            return 0
-        results = self.runner.run(flat)
+        results = self.runner.run(flat) if flat else []
         at = 0
         for i, inputs in props:
             ms, at = results[at: at + len(inputs)], at + len(inputs)
             self.tuners[i].record(ms)
+            self.gate.settle(self.tuners[i], ms)
             self.allocated[i] += len(ms)
             used += len(ms)
             if progress is not None and ms:
@@ -142,6 +145,8 @@ class TaskScheduler:
         while used < budget:
             i = self._pick()
             if i is None:
+                if self.gate.wait():  # other processes hold what is left: look again
+                    continue
                 break
             used += self._measure([(i, min(self.batch, budget - used))], used, budget, progress)
         return self.results()

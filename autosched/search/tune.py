@@ -11,8 +11,9 @@ from search_spaces import Workload
 from sim.hardware import Hardware
 
 from ..database import Database, open_database
-from ..measure import LocalRunner, Runner
+from ..measure import Runner, make_runner
 from .scheduler import Progress, TaskResult, TaskScheduler
+from .shared import Gate
 from .study import SearchError
 from .training import TrainingSet, known_hardware
 from .tuner import TaskTuner
@@ -40,8 +41,9 @@ def tune_tasks(tasks: Sequence, hw: Hardware, *, db: Database | str, trials: int
                workers: int | None = None, sampler: str | BaseSampler = "tpe", seed: int = 0,
                cost_model: CostModel | None = None,
                progress: Callable[[Progress], None] | None = None,
-               multi_objective: bool = False, runner: Runner | None = None,
-               storage: str | None = None, warmup: int = 4, batch: int = 8) -> list[TaskResult]:
+               multi_objective: bool = False, runner: Runner | str | None = None,
+               storage: str | None = None, warmup: int = 4, batch: int = 8,
+               gate: Gate | None = None) -> list[TaskResult]:
     """Tune ``tasks`` on ``hw``; ``trials`` is this run's budget of *new* measurements.
 
     Reads top to bottom as the pipeline: database, runner, the cost model's head start
@@ -51,13 +53,15 @@ def tune_tasks(tasks: Sequence, hw: Hardware, *, db: Database | str, trials: int
     rounds of ask, rank, measure, commit and tell. A second run on the same database with
     the same arguments measures only schedules the first did not and stops once every
     space is exhausted. Same seed and same database state give the same measurements.
-    ``runner`` overrides the local pool of ``workers`` processes (the caller closes it).
+    ``runner`` overrides the local pool of ``workers`` processes (the caller closes it);
+    a string (``local``, ``dask://host:port``) names one this call opens and closes.
+    ``gate`` shares the work with other processes (:func:`autosched.search.shared.share`).
     """
     if not isinstance(trials, int) or trials < 0:
         raise SearchError(f"trials must be an int >= 0, got {trials!r}")
     database = open_database(db)
-    own = runner is None
-    run = LocalRunner(workers) if runner is None else runner
+    own = not isinstance(runner, Runner)
+    run = make_runner(runner, workers) if own else runner
     try:
         training = TrainingSet()
         merged = _pairs(tasks)
@@ -69,7 +73,7 @@ def tune_tasks(tasks: Sequence, hw: Hardware, *, db: Database | str, trials: int
                             seed=seed + i, cost_model=cost_model, training=training,
                             multi_objective=multi_objective, storage=storage)
                   for i, (w, n) in enumerate(merged)]
-        scheduler = TaskScheduler(tuners, run, seed=seed, warmup=warmup, batch=batch)
+        scheduler = TaskScheduler(tuners, run, seed=seed, warmup=warmup, batch=batch, gate=gate)
         return scheduler.run(trials, progress)
     finally:
         if own:

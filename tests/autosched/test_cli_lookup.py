@@ -12,6 +12,7 @@ from autosched.cli import main
 from autosched.database import open_database
 from autosched.measure.record import Measurement
 from search_spaces import Schedule, Workload
+from sim import SIM_VERSION
 from sim.hwio import load_hardware
 
 W = Workload.make("gemv", m=1, n=64, k=64)
@@ -25,7 +26,7 @@ def db(tmp_path, fakes):  # noqa: F811
     d = open_database(path)
     for p in (1, 3):
         s = Schedule.of(low.space(W, hw), {"p": p})
-        d.commit(Measurement(W, s, hw.fingerprint, hw.name, "fake", fake_latency(W, p), 1.0))
+        d.commit(Measurement(W, s, hw.fingerprint, hw.name, SIM_VERSION, fake_latency(W, p), 1.0))
     return path
 
 
@@ -78,3 +79,27 @@ def test_attributes_are_part_of_the_workload(db, capsys):
     assert main(_lookup(db, "m=1,n=64,k=64", "--attr", "bias=1", "--json")) == 0
     d = json.loads(capsys.readouterr().out)
     assert d["workload"].endswith(":bias=1") and d["kind"] == "default"
+
+
+def test_stale_records_are_never_exact_and_are_reported(tmp_path, fakes, capsys):  # noqa: F811
+    """After a simulator change, old records neither answer exactly nor as nearest."""
+    hw, low = load_hardware("hbm-pim"), FakeLowering()
+    path = tmp_path / "old.db"
+    d = open_database(path)
+    for w in (W, Workload.make("gemv", m=1, n=96, k=64)):
+        s = Schedule.of(low.space(w, hw), {"p": 3})
+        d.commit(Measurement(w, s, hw.fingerprint, hw.name, "0.9", fake_latency(w, 3), 1.0))
+    assert main(_lookup(path, "m=1,n=64,k=64", "--json")) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert got["kind"] == "default" and got["schedule"]["params"] == {"p": 1}
+    assert got["stale"] == [{"space_version": 1, "sim_version": "0.9", "records": 1}]
+    assert main(_lookup(path, "m=1,n=64,k=64")) == 0
+    out = capsys.readouterr().out
+    assert "1 stale record(s)" in out and "simulator 0.9" in out
+
+
+def test_repeated_keys_are_refused(db, capsys):
+    assert main(_lookup(db, "m=1,n=64,k=64,k=3")) == 2
+    assert "--shape names 'k' twice" in capsys.readouterr().err
+    assert main(_lookup(db, "m=1,n=64,k=64", "--attr", "fn=a", "--attr", "fn=b")) == 2
+    assert "--attr names 'fn' twice" in capsys.readouterr().err

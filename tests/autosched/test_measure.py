@@ -3,11 +3,21 @@
 from __future__ import annotations
 
 import math
+import os
+import signal
 
 import pytest
 
 from autosched.codegen.registry import LOWERINGS
-from autosched.measure import LocalRunner, MeasureInput, Runner, measure_one
+from autosched.measure import (
+    LocalRunner,
+    MeasureInput,
+    Runner,
+    RunnerError,
+    check_runner,
+    make_runner,
+    measure_one,
+)
 from search_spaces import Schedule, Workload
 from sim import SIM_VERSION
 from sim.errors import AutoschedError
@@ -104,3 +114,36 @@ def test_runner_contract_checks() -> None:
     runner.close()  # idempotent
     with pytest.raises(AutoschedError, match="closed"):
         runner.run([])
+
+
+def _interrupted(inp: MeasureInput):
+    """Ctrl-C reaches the worker in the middle of a measurement."""
+    os.kill(os.getpid(), signal.SIGINT)
+    return measure_one(inp)
+
+
+def test_pool_workers_ignore_ctrl_c(fake: FakeGemvLowering) -> None:
+    inputs = _inputs(fake, "hbm-pim")[:8]
+    with LocalRunner(2, measure=_interrupted) as runner:
+        got = runner.run(inputs)
+    assert got == [measure_one(i) for i in inputs]
+
+
+@pytest.mark.parametrize("spec, address", [
+    (None, None), ("local", None), ("dask://10.0.0.5:8786", "tcp://10.0.0.5:8786"),
+    ("tcp://h:1", "tcp://h:1")])
+def test_runner_names(spec, address) -> None:
+    assert check_runner(spec) == address
+
+
+@pytest.mark.parametrize("spec", ["dask://host", "dask://:8786", "dask://h:0", "pool", "dask://h:x"])
+def test_bad_runner_names_say_what_is_expected(spec) -> None:
+    with pytest.raises(RunnerError, match="is not 'local' or dask://HOST:PORT"):
+        check_runner(spec)
+
+
+def test_make_runner_builds_the_local_pool_with_its_limit() -> None:
+    with make_runner("local", 3, timeout=5.0) as runner:
+        assert isinstance(runner, LocalRunner) and (runner.workers, runner.timeout) == (3, 5.0)
+    with pytest.raises(AutoschedError, match="time limit must be > 0"):
+        LocalRunner(1, timeout=0)

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import pytest
 
+import autosched.search.shared as shared  # the real job sharing, kept under the fake search
 from autosched import tune as tune_mod
 from autosched.codegen import Lowering
 from autosched.codegen import registry as registry_mod
@@ -22,6 +23,7 @@ from autosched.measure.record import Measurement
 from autosched.tune import fusion_plans, tune
 from search_spaces import FAMILIES, IntRange, Param, Schedule, Space, Workload
 from search_spaces.fusion import FULL_FUSION
+from sim import SIM_VERSION
 from sim.hwio import load_hardware
 
 TINY = ModelConfig(model_type="llama", hidden=64, intermediate=128, layers=1, heads=4,
@@ -60,7 +62,7 @@ class FakeResult:
 
 
 def fake_tune_tasks(tasks, hw, *, db, trials, workers, sampler, seed, cost_model=None,
-                    progress=None, interrupt_after=None):
+                    progress=None, runner=None, gate=None, interrupt_after=None):
     """Measure p = 1, 2, ... per task in turn, skipping stored points, until ``trials``."""
     low, spent, out = FakeLowering(), 0, []
     per = {}
@@ -70,9 +72,9 @@ def fake_tune_tasks(tasks, hw, *, db, trials, workers, sampler, seed, cost_model
         ms = []
         for p in range(1, POINTS + 1):
             s = Schedule.of(space, {"p": p})
-            m = db.find(w, hw.fingerprint, s, "fake")
+            m = db.find(w, hw.fingerprint, s, SIM_VERSION)
             if m is None and spent < trials:
-                m = Measurement(w, s, hw.fingerprint, hw.name, "fake", fake_latency(w, p),
+                m = Measurement(w, s, hw.fingerprint, hw.name, SIM_VERSION, fake_latency(w, p),
                                 1.0, low.bound(w, hw))
                 db.commit(m)
                 spent += 1
@@ -119,6 +121,7 @@ def fakes(monkeypatch):
     compiler.plain_memory_ns = fake_plain_memory_ns
     compiler.plan_key = lambda model, phase, batch: f"{model}:{phase}:b{batch}"
     monkeypatch.setitem(sys.modules, "autosched.search", search)
+    monkeypatch.setitem(sys.modules, "autosched.search.shared", shared)
     monkeypatch.setitem(sys.modules, "autosched.compiler", compiler)
     return search
 

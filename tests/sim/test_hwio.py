@@ -117,3 +117,37 @@ def test_not_a_mapping(tmp_path) -> None:
     p.write_text("- 1\n- 2\n")
     with pytest.raises(HardwareError, match="must be a mapping of sections"):
         load_hardware(p)
+
+
+@pytest.mark.parametrize(("path", "value", "message"), [
+    (["org", "channels"], 1_000_000_000_000, "'org.channels' must be <= 1,024"),
+    (["org", "channels"], 10**400, "'org.channels' must be <= 1,024"),
+    (["org", "rows_per_bank"], 1 << 30, "'org.rows_per_bank' must be <= 4,194,304"),
+    (["timing", "trefi"], 10**9, "'timing.trefi' must be <= 10,000,000"),
+    (["org", "tck_ns"], float("inf"), "'org.tck_ns' must be a finite number"),
+    (["energy", "mac_pj"], float("nan"), "'energy.mac_pj' must be a finite number"),
+    (["pim", "global_buffer_bytes"], 1 << 30, "'pim.global_buffer_bytes' must be <="),
+], ids=["channels", "huge-int", "rows", "trefi", "inf", "nan", "buffer"])
+def test_sizes_are_bounded_by_real_devices(tmp_path, path, value, message) -> None:
+    p = tmp_path / "dev.yaml"
+    p.write_text(yaml.safe_dump(mutate(path, value)))
+    with pytest.raises(HardwareError, match=message):
+        load_hardware(p)
+
+
+def test_the_capacity_of_one_device_is_bounded(tmp_path) -> None:
+    d = mutate(["org", "channels"], 1024)
+    d["org"]["rows_per_bank"] = 1 << 22
+    d["org"]["row_bytes"] = 1 << 16
+    with pytest.raises(HardwareError, match="a device holds at most"):
+        load_hardware(d)
+
+
+def test_a_large_file_is_refused_before_parsing(tmp_path) -> None:
+    p = tmp_path / "big.yaml"
+    p.write_text("name: x\n" + "#" * 2_000_000 + "\n")
+    with pytest.raises(HardwareError, match="larger than 1,000,000 bytes"):
+        load_hardware(p)
+    p.write_bytes(b"\xff\xfe name")
+    with pytest.raises(HardwareError, match="not a text"):
+        load_hardware(p)

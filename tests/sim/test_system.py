@@ -57,6 +57,13 @@ def test_system_file_relative_device(tmp_path) -> None:
     ({"link": {"bandwidth_gbps": 1, "topology": "ring"}}, "link.latency_ns' is missing"),
     ({"links": 3}, "'links' is unknown"),
     ({"device": "nope"}, "field 'device'.*unknown hardware 'nope'"),
+    ({"devices": 10**9}, "'devices' must be at most 4096"),
+    ({"link": {"bandwidth_gbps": float("nan"), "latency_ns": 0, "topology": "ring"}},
+     "bandwidth_gbps' must be a finite number"),
+    ({"link": {"bandwidth_gbps": 1e12, "latency_ns": 0, "topology": "ring"}},
+     "bandwidth_gbps' must be at most"),
+    ({"link": {"bandwidth_gbps": 1, "latency_ns": float("inf"), "topology": "ring"}},
+     "latency_ns' must be a finite number"),
 ])
 def test_system_validation(patch: dict, match: str) -> None:
     d = {"name": "s", "device": "hbm-pim", "devices": 2,
@@ -66,6 +73,20 @@ def test_system_validation(patch: dict, match: str) -> None:
         d.pop("link")
     with pytest.raises(HardwareError, match=match):
         load_system(d)
+
+
+def test_system_file_limits_as_device_files(tmp_path) -> None:
+    """A system file is read under the device files' limits: size, encoding, YAML."""
+    from sim.hwio import MAX_FILE_BYTES
+
+    big = tmp_path / "big.yaml"
+    big.write_text("devices: 2\n" + "#" * MAX_FILE_BYTES)
+    with pytest.raises(HardwareError, match="larger than"):
+        load_system(big)
+    bad = tmp_path / "bad.yaml"
+    bad.write_bytes(b"devices: \xff\xfe")
+    with pytest.raises(HardwareError, match="not a text"):
+        load_system(bad)
 
 
 def test_link_hops_and_transfer() -> None:

@@ -1,0 +1,173 @@
+"""Throwaway servers for the tests and the distributed benchmarks: PostgreSQL and Dask.
+
+``start_postgres`` runs a private PostgreSQL server (``initdb`` + ``pg_ctl`` of the
+installed PostgreSQL) with its data folder in a new temporary directory, listening on
+127.0.0.1 only, on a free port; as root it runs the server as the ``postgres`` user (the
+server refuses to run as root). ``start_dask`` starts ``dask scheduler`` and ``dask
+worker`` processes on this machine. Both raise ``RuntimeError`` naming what failed when
+a server cannot start, and ``stop()`` removes everything they created.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+__all__ = ["DaskCluster", "PostgresServer", "free_port", "start_dask", "start_postgres"]
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _pg_bin(name: str) -> str:
+    found = shutil.which(name) or next(iter(sorted(glob.glob(
+        f"/usr/lib/postgresql/*/bin/{name}"), reverse=True)), None)
+    if found is None:
+        raise RuntimeError(f"PostgreSQL's {name} is not installed (Debian: apt-get install "
+                           "postgresql)")
+    return found
+
+
+@dataclass
+class PostgresServer:
+    """A running private server; ``url(name)`` is an SQLAlchemy URL of database ``name``."""
+
+    root: Path
+    port: int
+    as_postgres: bool
+
+    def url(self, name: str = "postgres") -> str:
+        return f"postgresql+psycopg://postgres@127.0.0.1:{self.port}/{name}"
+
+    def new_database(self) -> str:
+        """Create an empty database with a fresh name; returns its URL."""
+        import psycopg
+
+        name = "t_" + uuid.uuid4().hex[:12]
+        with psycopg.connect(f"host=127.0.0.1 port={self.port} user=postgres dbname=postgres",
+                             autocommit=True) as conn:
+            conn.execute(f'CREATE DATABASE "{name}"')
+        return self.url(name)
+
+    def stop(self) -> None:
+        """Stop the server and delete its data folder (idempotent)."""
+        if (self.root / "data" / "postmaster.pid").exists():
+            _run_pg(["pg_ctl", "-D", str(self.root / "data"), "-m", "fast", "-w", "stop"],
+                    self.as_postgres, check=False)
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+def _run_pg(cmd: list[str], as_postgres: bool, *, check: bool = True
+            ) -> subprocess.CompletedProcess:
+    full = [_pg_bin(cmd[0]), *cmd[1:]]
+    if as_postgres:
+        full = ["runuser", "-u", "postgres", "--", *full]
+    res = subprocess.run(full, capture_output=True, text=True, timeout=120)
+    if check and res.returncode != 0:
+        raise RuntimeError(f"{cmd[0]} failed ({res.returncode}): {res.stderr.strip()[-500:]}")
+    return res
+
+
+def start_postgres(*, durable: bool = True) -> PostgresServer:
+    """Initialise and start a server; ``durable=False`` turns fsync off (tests only)."""
+    as_postgres = os.geteuid() == 0
+    root = Path(tempfile.mkdtemp(prefix="autosched-pg-"))
+    if as_postgres:
+        shutil.chown(root, "postgres", "postgres")
+    port = free_port()
+    try:
+        _run_pg(["initdb", "-D", str(root / "data"), "-A", "trust", "-U", "postgres",
+                 "-E", "UTF8", "--no-sync"], as_postgres)
+        opts = (f"-p {port} -c listen_addresses=127.0.0.1 -k {root} -c max_connections=400"
+                + ("" if durable else " -c fsync=off -c synchronous_commit=off"))
+        _run_pg(["pg_ctl", "-D", str(root / "data"), "-l", str(root / "server.log"), "-w",
+                 "-t", "60", "-o", opts, "start"], as_postgres)
+    except Exception as e:
+        log = root / "server.log"
+        tail = log.read_text()[-500:] if log.exists() else ""
+        shutil.rmtree(root, ignore_errors=True)
+        raise RuntimeError(f"cannot start PostgreSQL: {e} {tail}") from None
+    return PostgresServer(root, port, as_postgres)
+
+
+@dataclass
+class DaskCluster:
+    """A ``dask scheduler`` and its ``dask worker`` processes, on 127.0.0.1."""
+
+    address: str
+    scheduler: subprocess.Popen
+    workers: list[subprocess.Popen] = field(default_factory=list)
+    log_dir: Path | None = None
+
+    def add_worker(self, *, nanny: bool = True) -> subprocess.Popen:
+        """Start one more single-threaded worker (``nanny``: restarted if it dies)."""
+        cmd = [sys.executable, "-m", "distributed.cli.dask_worker", self.address,
+               "--nthreads", "1", "--no-dashboard", "--memory-limit", "0"]
+        cmd += [] if nanny else ["--no-nanny"]
+        log = open(self.log_dir / f"worker{len(self.workers)}.log", "w")  # noqa: SIM115
+        p = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        self.workers.append(p)
+        return p
+
+    def wait_for_workers(self, n: int, timeout: float = 60.0) -> None:
+        from distributed import Client
+
+        with Client(self.address, timeout=timeout) as c:
+            c.wait_for_workers(n, timeout=timeout)
+
+    def stop(self) -> None:
+        for p in [*self.workers, self.scheduler]:
+            if p.poll() is None:
+                try:
+                    os.killpg(p.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            p.wait(30)
+        if self.log_dir is not None:
+            shutil.rmtree(self.log_dir, ignore_errors=True)
+
+
+def start_dask(n_workers: int = 2, *, nanny: bool = True, timeout: float = 60.0
+               ) -> DaskCluster:
+    """A scheduler on a free port and ``n_workers`` single-threaded workers, ready to use."""
+    port = free_port()
+    log_dir = Path(tempfile.mkdtemp(prefix="autosched-dask-"))
+    log = open(log_dir / "scheduler.log", "w")  # noqa: SIM115
+    sched = subprocess.Popen(
+        [sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1",
+         "--port", str(port), "--no-dashboard"],
+        stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    cluster = DaskCluster(f"tcp://127.0.0.1:{port}", sched, log_dir=log_dir)
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), 1).close()
+                break
+            except OSError:
+                if sched.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError("the Dask scheduler did not start: "
+                                       + (log_dir / "scheduler.log").read_text()[-500:]
+                                       ) from None
+                time.sleep(0.1)
+        for _ in range(n_workers):
+            cluster.add_worker(nanny=nanny)
+        cluster.wait_for_workers(n_workers, timeout)
+    except Exception:
+        cluster.stop()
+        raise
+    return cluster

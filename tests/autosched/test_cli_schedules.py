@@ -1,0 +1,63 @@
+"""After ``tune``, ``compile``, ``simulate`` and ``run`` use its database by default and
+say which schedule each operator got; after a simulator change nothing is "exact"."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import sim
+from autosched.cli import main
+from experiments.scenarios import write_config
+
+
+@pytest.fixture(scope="module")
+def tuned(tmp_path_factory):
+    """A folder holding a one-layer model's config.json and the autosched.db tune wrote."""
+    folder = tmp_path_factory.mktemp("tuned")
+    config = write_config(folder)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(folder)
+        assert main(["tune", "--model", str(config), "--context", "16", "--trials", "24",
+                     "--workers", "1", "--cost-model", "none", "--quiet"]) == 0
+    return folder, config
+
+
+def test_simulate_uses_the_tuned_schedules_and_says_so(tuned, monkeypatch, capsys):
+    folder, config = tuned
+    monkeypatch.chdir(folder)
+    capsys.readouterr()
+    assert main(["simulate", "--model", str(config), "--context", "16"]) == 0
+    out = capsys.readouterr().out
+    head = out.splitlines()[0]
+    assert head.startswith("schedules from autosched.db: ") and " exact" in head
+    assert main(["simulate", "--model", str(config), "--context", "16", "--db", "none",
+                 "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert set(d["lookups"]) == {"default"} and d["schedules_from"].startswith("no database")
+
+
+def test_compile_and_run_list_each_operator_s_schedule(tuned, monkeypatch, capsys):
+    folder, config = tuned
+    monkeypatch.chdir(folder)
+    assert main(["compile", "--model", str(config), "--context", "16", "-o", "p.json"]) == 0
+    out = capsys.readouterr().out
+    assert "schedules from autosched.db" in out and "  exact    gemv:" in out
+    assert (folder / "p.json").exists()
+    assert main(["run", "--model", str(config), "--check", "--steps", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "schedules from autosched.db" in out and "PASS" in out
+
+
+def test_after_a_simulator_change_nothing_is_exact(tuned, monkeypatch, capsys):
+    folder, config = tuned
+    monkeypatch.chdir(folder)
+    monkeypatch.setattr(sim, "SIM_VERSION", "99.0")
+    capsys.readouterr()
+    assert main(["lookup", "--op", "gemv", "--shape", "m=1,n=64,k=64", "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["kind"] == "default" and d["stale"][0]["sim_version"] == "1.0"
+    assert main(["simulate", "--model", str(config), "--context", "16"]) == 0
+    head = capsys.readouterr().out.splitlines()[0]
+    assert "exact" not in head and "nearest" not in head
