@@ -148,7 +148,8 @@ class _Builder:
             if s is not None:
                 return LookupResult(self.placement, w, s)
         res = lookup(self.db, w, self.hw)
-        if res.kind == "default" and self.graph.phase == "prefill":
+        # untuned rows of several tokens or sequences: each operator on its faster side
+        if res.kind == "default" and (self.graph.phase == "prefill" or self.graph.batch > 1):
             return LookupResult("default", w, faster_default(w, self.hw))
         return res
 

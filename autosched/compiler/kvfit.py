@@ -11,7 +11,7 @@ is kept.
 
 from __future__ import annotations
 
-from autosched.codegen.registry import build, lowering_for
+from autosched.codegen.registry import build, lowering_for, space_of
 from search_spaces import Schedule, Workload
 from search_spaces.attention import cache_rows
 from search_spaces.attention.geometry import attention_shape
@@ -28,7 +28,7 @@ def compact_schedule(w: Workload, hw: Hardware, max_rows: int) -> Schedule | Non
     """The fastest schedule of attention ``w`` whose cache needs at most ``max_rows`` rows
     per bank (None: no layout is that compact)."""
     low = lowering_for(w)
-    space = low.space(w, hw)
+    space = space_of(w, hw)
     shape = attention_shape(w.dims, capacity_of(w), hw)
     default = low.default(w, hw)
     best: dict[tuple, tuple[int, dict]] = {}

@@ -12,7 +12,7 @@ plain-memory baseline: the device as ordinary DRAM, weights streamed to the host
 
 from __future__ import annotations
 
-from autosched.codegen.registry import build, lowering_for
+from autosched.codegen.registry import build, lowering_for, space_of
 from autosched.database import Database
 from search_spaces import Schedule, Space, Workload
 from search_spaces.gemv import gemv_default
@@ -71,7 +71,7 @@ def side_schedule(w: Workload, hw: Hardware, side: str,
     """The schedule of ``w`` with every engine choice on ``side`` (``pim`` or ``host``):
     the fastest such measurement in ``db``, else the default moved there; None when the
     family cannot run there (the caller keeps its default)."""
-    space = lowering_for(w).space(w, hw)
+    space = space_of(w, hw)
     if db is not None:
         ok = [m for m in db.records(workload=w, hw_fingerprint=hw.fingerprint,
                                     space=space.name, space_version=space.version)
@@ -87,13 +87,14 @@ _FASTER: dict[tuple[str, str], Schedule] = {}
 
 def faster_default(w: Workload, hw: Hardware) -> Schedule:
     """Of the family default and the defaults moved to each side, the one whose program
-    simulates fastest on its own (remembered per workload and hardware). Prefill uses it
-    where nothing was tuned: a long prompt's attention or GEMM belongs where it runs
-    faster, which the batch-1 defaults do not know."""
+    simulates fastest on its own (remembered per workload and hardware). Prefill and
+    decode at batch > 1 use it where nothing was tuned: an operator of several rows
+    belongs where it runs faster (a GEMM reusing its weights on the host, attention in the
+    banks, the two overlapped), which the batch-1 defaults do not know."""
     key = (w.key, hw.fingerprint)
     if key not in _FASTER:
         low = lowering_for(w)
-        space = low.space(w, hw)
+        space = space_of(w, hw)
         cands = [Schedule.of(space, low.default(w, hw))]
         cands += [s for side in ("pim", "host")
                   if (s := side_schedule(w, hw, side)) is not None and s not in cands]
