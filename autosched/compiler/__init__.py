@@ -1,12 +1,12 @@
 """The whole-model compiler: one program per model step, its figures, its numerical check."""
 
 from .compile import CompiledModel, compile_model, plan_key
-from .figures import ModelFigures, plain_memory_ns, simulate_model
+from .figures import ModelFigures, choose_plan, plain_memory_ns, simulate_model
 from .placement import PLANS, side_schedule
 from .run import RunReport, run_check, tolerance
 
 __all__ = [
-    "CompiledModel", "ModelFigures", "RunReport", "compile_model",
+    "CompiledModel", "ModelFigures", "RunReport", "choose_plan", "compile_model",
     "PLANS", "plain_memory_ns", "plan_key", "run_check", "side_schedule", "simulate_model",
     "tolerance",
 ]
