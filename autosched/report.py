@@ -68,6 +68,7 @@ class EndToEnd:
     tokens_per_s: float
     energy_pj: float
     plan: dict | None = None
+    placement: str = "auto"
 
     @property
     def speedup(self) -> float:
@@ -77,7 +78,7 @@ class EndToEnd:
         return {"default_ns": _num(self.default_ns), "tuned_ns": _num(self.tuned_ns),
                 "bound_ns": _num(self.bound_ns), "baseline_ns": _num(self.baseline_ns),
                 "tokens_per_s": _num(self.tokens_per_s), "energy_pj": _num(self.energy_pj),
-                "speedup": _num(self.speedup), "plan": self.plan}
+                "speedup": _num(self.speedup), "plan": self.plan, "placement": self.placement}
 
 
 @dataclass(frozen=True)
@@ -154,7 +155,7 @@ class TuneReport:
                 ("speedup vs default", e.speedup), ("tuned / bound", e.tuned_ns / e.bound_ns
                                                    if e.bound_ns > 0 else math.nan),
                 ("tokens/s", e.tokens_per_s), ("energy pJ", e.energy_pj),
-                ("fusion plan", _plan_text(e.plan)),
+                ("fusion plan", _plan_text(e.plan)), ("placement", e.placement),
                 ("plan margin (runner-up / winner)", self.plan_margin()),
                 ("measurements (new / reused)", f"{self.measurements} / {self.reused}"),
                 ("search s / measuring s", f"{self.search_s:.1f} / {self.measure_s:.1f}"),

@@ -1,8 +1,11 @@
-"""The device description: a frozen dataclass tree with units in every field name.
+"""The hardware description: a frozen dataclass tree with units in every field name.
 
-``Hardware`` is pure data. It is built only through :func:`sim.hwio.load_hardware`,
-which validates a YAML mapping (a preset or a user file) field by field. Derived figures
-(bandwidths, peaks, capacity, fingerprint) are properties, never stored.
+``Hardware`` is one PIM device with the processor attached to it (its ``host``).
+``System`` is several identical devices joined by a ``Link``; a single device is a
+system of one. Both are pure data, built only through :func:`sim.hwio.load_hardware`
+and :func:`sim.system.load_system`, which validate a YAML mapping (a preset or a user
+file) field by field. Derived figures (bandwidths, peaks, capacity, fingerprint) are
+properties, never stored.
 """
 
 from __future__ import annotations
@@ -18,12 +21,16 @@ __all__ = [
     "Energy",
     "Hardware",
     "Host",
+    "Link",
     "Organisation",
     "PimUnit",
+    "System",
+    "TOPOLOGIES",
     "Timing",
 ]
 
 DTYPE_BYTES = {"fp16": 2, "bf16": 2, "fp32": 4}
+TOPOLOGIES = ("switch", "ring")
 
 
 @dataclass(frozen=True)
@@ -209,8 +216,7 @@ class Hardware:
         d = self.to_dict()
         d.pop("name")
         d.pop("description")
-        blob = json.dumps(d, sort_keys=True, separators=(",", ":"))
-        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+        return _digest(d)
 
     def derived(self) -> dict[str, float | int | str]:
         """The figures users need at a glance."""
@@ -223,3 +229,67 @@ class Hardware:
             "fingerprint": self.fingerprint,
         }
 
+
+
+def _digest(d: dict) -> str:
+    blob = json.dumps(d, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class Link:
+    """The link joining the devices of a system.
+
+    ``bandwidth_gbps`` is each device port's rate in one direction (ports are full
+    duplex); ``latency_ns`` the fixed start-up of one transfer (per hop on a ring);
+    ``topology`` is ``switch`` (every device has one port on a switch: any pair is one
+    hop) or ``ring`` (each device has a port to each of its two neighbours).
+    """
+
+    bandwidth_gbps: float
+    latency_ns: float
+    topology: str
+
+    def hops(self, src: int, dst: int, n: int) -> int:
+        """Links a transfer from device position ``src`` to ``dst`` crosses, of ``n``."""
+        if src == dst:
+            return 0
+        if self.topology == "switch":
+            return 1
+        d = (dst - src) % n
+        return min(d, n - d)
+
+    def transfer_ns(self, nbytes: float, hops: int = 1) -> float:
+        """Start-up plus serialisation of one transfer over ``hops`` links (cut-through:
+        the start-up is paid per hop, the bytes once)."""
+        return hops * self.latency_ns + nbytes / self.bandwidth_gbps if hops else 0.0
+
+
+@dataclass(frozen=True)
+class System:
+    """``devices`` identical PIM devices (each with its own attached processor) joined by
+    ``link``; ``link`` is None for a single device."""
+
+    name: str
+    description: str
+    device: Hardware
+    devices: int
+    link: Link | None
+
+    @property
+    def capacity_bytes(self) -> int:
+        return self.devices * self.device.capacity_bytes
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "description": self.description,
+                "device": self.device.to_dict(), "devices": self.devices,
+                "link": asdict(self.link) if self.link else None}
+
+    @functools.cached_property
+    def fingerprint(self) -> str:
+        """The device's fingerprint for a single device (so its measurements are shared);
+        otherwise a hash of the device fingerprint, the count and the link."""
+        if self.devices == 1:
+            return self.device.fingerprint
+        return _digest({"device": self.device.fingerprint, "devices": self.devices,
+                        "link": asdict(self.link) if self.link else None})

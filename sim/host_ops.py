@@ -97,6 +97,26 @@ def _matmul(op: HostOp, a: Arr, b: Arr) -> Arr:
     return np.matmul(a, b)
 
 
+def _matmul_layout(op: HostOp, x: Arr, data: Arr) -> Arr:
+    """x [..., M, K] @ W^T, W [N, K] taken from the banks' rows in the GEMV layout of the
+    plan in attr ``plan`` (``sim.kernels.gemv``; N = the output's last dim): the host
+    multiplies the weights where the units keep them, skipping the layout's padding."""
+    from .kernels.gemv import unpack_layout
+
+    w = unpack_layout(str(op.attr("plan")), data)
+    return np.matmul(x, w[: op.outs[0].shape[-1], : x.shape[-1]].T)
+
+
+def _copy_cols(op: HostOp, src: Arr, base: Arr) -> Arr:
+    """``base`` [R, W] (zeros with attr ``clear=1``) with columns ``col .. col+hi-lo`` taken
+    from columns ``lo .. hi`` of ``src`` [R, Ws]: one op gathers or strips a column block
+    of every row (a strided copy)."""
+    lo, hi, col = int(op.attr("lo", 0)), int(op.attr("hi")), int(op.attr("col", 0))
+    out = np.zeros_like(base) if int(op.attr("clear", 0)) else base.copy()
+    out[..., col:col + hi - lo] = src[..., lo:hi]
+    return out
+
+
 def _reduce_sum(op: HostOp, x: Arr) -> Arr:
     return x.sum(axis=int(op.attr("axis", -1)))
 
@@ -151,6 +171,7 @@ def _in_elems(k: float) -> Callable[[HostOp], float]:
 HOST_OPS: dict[str, HostOpSpec] = {
     "copy": HostOpSpec(1, lambda op, x: x, _per_out(0)),
     "pad_cols": HostOpSpec(1, _pad_cols, _per_out(0)),
+    "copy_cols": HostOpSpec(2, _copy_cols, _per_out(0)),
     "add": HostOpSpec(2, lambda op, a, b: a + b, _per_out(1)),
     "sub": HostOpSpec(2, lambda op, a, b: a - b, _per_out(1)),
     "mul": HostOpSpec(2, lambda op, a, b: a * b, _per_out(1)),
@@ -166,6 +187,7 @@ HOST_OPS: dict[str, HostOpSpec] = {
     "masked_softmax": HostOpSpec(1, _masked_softmax, _per_out(5)),
     "rope": HostOpSpec(3, _rope, _per_out(3)),
     "matmul": HostOpSpec(2, _matmul, _matmul_flops),
+    "matmul_layout": HostOpSpec(2, _matmul_layout, _matmul_flops),
     "reduce_sum": HostOpSpec(1, _reduce_sum, _in_elems(1)),
     "embedding": HostOpSpec(2, _embedding, _per_out(0)),
     "argmax": HostOpSpec(1, _argmax, _in_elems(1)),
@@ -188,6 +210,12 @@ def cost(op: HostOp, dtypes: dict[str, str]) -> tuple[float, float]:
     nbytes = sum(r.size * DTYPE_BYTES[dtypes[r.buf]] for r in (*op.ins, *op.outs))
     if op.kind == "embedding":  # only the gathered rows of the table move
         nbytes = op.ins[0].size * 4 + 2 * op.outs[0].size * DTYPE_BYTES[dtypes[op.outs[0].buf]]
+    elif op.kind == "copy_cols":  # the column block moves (and the rest is zeroed if clear)
+        out = op.outs[0]
+        rows = out.size // out.shape[-1]
+        block = rows * (int(op.attr("hi")) - int(op.attr("lo", 0)))
+        eb_in, eb_out = DTYPE_BYTES[dtypes[op.ins[0].buf]], DTYPE_BYTES[dtypes[out.buf]]
+        nbytes = block * (eb_in + eb_out) + int(op.attr("clear", 0)) * out.size * eb_out
     return spec.flops(op), float(nbytes)
 
 

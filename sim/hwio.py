@@ -22,7 +22,7 @@ from .errors import HardwareError
 from .hardware import DTYPE_BYTES, Bus, Energy, Hardware, Host, Organisation, PimUnit, Timing
 
 __all__ = ["LIMITS", "MAX_FILE_BYTES", "PRESET_DIR", "hardware_from_dict", "list_presets",
-           "load_hardware"]
+           "load_hardware", "read_hardware_file"]
 
 PRESET_DIR = Path(__file__).parent / "presets"
 _SECTIONS: dict[str, type] = {
@@ -57,11 +57,26 @@ def list_presets() -> list[str]:
 
 
 def load_hardware(hw: str | Path | Mapping | Hardware) -> Hardware:
-    """Turn a preset name, a YAML path, a mapping or a Hardware into a Hardware."""
+    """Turn a preset name, a YAML path, a mapping or a Hardware into a Hardware.
+
+    A system file (several devices, :mod:`sim.system`) gives its device, named and
+    described as the system (the fingerprint is the device's).
+    """
     if isinstance(hw, Hardware):
         return hw
     if isinstance(hw, Mapping):
+        if _is_system(hw):
+            return _system_device(hw, "<mapping>", None)
         return hardware_from_dict(hw, source="<mapping>")
+    path, data = read_hardware_file(hw)
+    if _is_system(data):
+        return _system_device(data, str(path), path.parent)
+    return hardware_from_dict(data, source=str(path))
+
+
+def read_hardware_file(hw: str | Path) -> tuple[Path, object]:
+    """The path of a preset name or YAML file and its parsed content (files larger than
+    :data:`MAX_FILE_BYTES`, not UTF-8 or not YAML are refused with one line)."""
     text = str(hw)
     path = Path(text)
     if not path.suffix and (PRESET_DIR / f"{text}.yaml").exists():
@@ -85,7 +100,20 @@ def load_hardware(hw: str | Path | Mapping | Hardware) -> Hardware:
         raise HardwareError(f"{path}: not a text (UTF-8) file") from None
     except yaml.YAMLError as e:
         raise HardwareError(f"{path}: not valid YAML ({' '.join(str(e).split())})") from None
-    return hardware_from_dict(data, source=str(path))
+    return path, data
+
+
+def _is_system(data: object) -> bool:
+    from .system import is_system_mapping
+
+    return is_system_mapping(data)
+
+
+def _system_device(data: Mapping, source: str, base: Path | None) -> Hardware:
+    from .system import system_from_dict
+
+    sysm = system_from_dict(data, source=source, base=base)
+    return dataclasses.replace(sysm.device, name=sysm.name, description=sysm.description)
 
 
 def _fail(source: str, field: str, rule: str) -> typing.NoReturn:

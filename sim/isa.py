@@ -14,8 +14,8 @@ from typing import ClassVar
 
 __all__ = [
     "Act", "Af", "Affine", "BufRef", "ClrAcc", "Ew", "HostOp", "Instr", "Mac", "Pre",
-    "RdAcc", "RdBank", "Signal", "Wait", "WrAcc", "WrBank", "WrGb", "aff", "PIM_OPS",
-    "HOST_STREAM_OPS", "MAC_MODES",
+    "RdAcc", "RdBank", "Send", "Signal", "Wait", "WrAcc", "WrBank", "WrGb", "aff", "PIM_OPS",
+    "HOST_STREAM_OPS", "LINK_OPS", "MAC_MODES",
 ]
 
 MAC_MODES = ("dot", "lane", "bcast")
@@ -254,9 +254,25 @@ class HostOp(Instr):
         return dict(self.attrs).get(name, default)
 
 
+# ---- link (device-to-device transfers) --------------------------------------------
+@dataclass(frozen=True)
+class Send(Instr):
+    """Copy the window ``src`` of this device's buffer into the window ``dst`` of a buffer
+    on another device: the device at position ``peer mod n`` of group ``group`` (``n``
+    devices; ``-1`` is this stream's own group). ``dev`` in an Affine is this device's
+    position in its group. A send to the device itself is a local copy."""
+
+    op: ClassVar[str] = "send"
+    src: BufRef
+    dst: BufRef
+    peer: Affine
+    group: int = -1
+
+
 PIM_OPS: dict[str, type[Instr]] = {
     c.op: c for c in (Act, Pre, Mac, Ew, Af, ClrAcc, WrAcc, WrGb, RdAcc, RdBank, WrBank)
 }
 HOST_STREAM_OPS: dict[str, type[Instr]] = {c.op: c for c in (HostOp,)}
+LINK_OPS: dict[str, type[Instr]] = {c.op: c for c in (Send,)}
 SYNC_OPS: dict[str, type[Instr]] = {c.op: c for c in (Signal, Wait)}
-ALL_OPS: dict[str, type[Instr]] = {**PIM_OPS, **HOST_STREAM_OPS, **SYNC_OPS}
+ALL_OPS: dict[str, type[Instr]] = {**PIM_OPS, **HOST_STREAM_OPS, **LINK_OPS, **SYNC_OPS}

@@ -31,6 +31,7 @@ from .isa import (
     Pre,
     RdAcc,
     RdBank,
+    Send,
     Signal,
     Wait,
     WrAcc,
@@ -39,7 +40,9 @@ from .isa import (
 )
 from .program import Loop, Node, Program, Stream
 
-__all__ = ["EW_FUNCTIONS", "validate"]
+__all__ = ["EW_FUNCTIONS", "ENGINES", "check_program", "token_rules", "validate"]
+
+ENGINES = ("host", "pim", "link")
 
 EW_FUNCTIONS = ("mov", "add", "mul")
 _UNIT_OPS = (Mac, Ew, Af, ClrAcc, WrAcc, RdAcc)  # one register per unit: banks must not share one
@@ -52,11 +55,15 @@ class _Checker:
     only when a rule breaks, so a valid program costs no string building."""
 
     def __init__(self, program: Program, hw: Hardware, stream: Stream,
-                 signals: dict[str, set[str]], waits: list[tuple[str, str]]) -> None:
+                 signals: dict[str, set[str]], waits: list[tuple[str, str]],
+                 devices: int = 1, groups: list[dict[str, int]] | None = None) -> None:
         self.hw, self.stream = hw, stream
         self.sizes = {b.name: b.size for b in program.buffers}
         self.host = stream.engine == "host"
-        self.ranges: dict[str, int] = {} if self.host else {"ch": len(stream.channels)}
+        self.link = stream.engine == "link"
+        self.groups = groups
+        self.ranges: dict[str, int] = (
+            {"dev": devices} if self.link else {} if self.host else {"ch": len(stream.channels)})
         self.path: list[str] = ["body"]
         self.label = ""
         self.signals, self.waits = signals, waits
@@ -84,10 +91,12 @@ class _Checker:
         if lo < 0 or hi + width > limit:
             self.fail(f"{what} spans [{lo}, {hi + width}) outside [0, {limit})")
 
-    def bufref(self, r: BufRef, what: str, size: int | None = None) -> None:
-        n = self.sizes.get(r.buf)
+    def bufref(self, r: BufRef, what: str, size: int | None = None,
+               sizes: dict[str, int] | None = None) -> None:
+        sizes = self.sizes if sizes is None else sizes
+        n = sizes.get(r.buf)
         if n is None:
-            self.fail(f"{what} names unknown buffer {r.buf!r} (known: {', '.join(self.sizes)})")
+            self.fail(f"{what} names unknown buffer {r.buf!r} (known: {', '.join(sizes)})")
         if not r.shape or min(r.shape) <= 0:
             self.fail(f"{what} shape {r.shape} must have positive dimensions")
         if size is not None and r.size != size:
@@ -140,6 +149,12 @@ class _Checker:
             return
         if not isinstance(ins, Instr):
             self.fail(f"{kind.__name__} is not an instruction")
+        if self.link or kind is Send:
+            if kind is not Send or not self.link:
+                self.fail("a link stream runs only sends, signals and waits, and sends run "
+                          "only in link streams")
+            self.send(ins)
+            return
         if kind is HostOp:
             if not self.host:
                 self.fail("host ops belong in the host stream, not a PIM stream")
@@ -152,6 +167,18 @@ class _Checker:
             self.span(ins.gb, ins.src.size, self.gb, "global buffer")
             return
         self.pim(ins, kind)
+
+    def send(self, ins: Send) -> None:
+        self.bufref(ins.src, "src")
+        self.span(ins.peer, 1, 1 << 30, "peer")
+        if ins.group < 0:
+            sizes = self.sizes
+        elif self.groups is None or ins.group >= len(self.groups):
+            have = len(self.groups) if self.groups else 0
+            self.fail(f"send to group {ins.group}: the system program has {have} group(s)")
+        else:
+            sizes = self.groups[ins.group]
+        self.bufref(ins.dst, "dst", ins.src.size, sizes)
 
     def host_op(self, ins: HostOp) -> None:
         spec = HOST_OPS.get(ins.kind)
@@ -244,8 +271,9 @@ def _program_rules(program: Program, hw: Hardware) -> None:
         if s.name in streams:
             raise ProgramError(f"stream name {s.name!r} is used twice")
         streams.add(s.name)
-        if s.engine not in ("host", "pim"):
-            raise ProgramError(f"{s.name}: engine {s.engine!r} must be 'host' or 'pim'")
+        if s.engine not in ENGINES:
+            raise ProgramError(f"{s.name}: engine {s.engine!r} must be one of "
+                               f"{', '.join(ENGINES)}")
         if s.engine != "pim":
             continue
         if not s.channels:
@@ -259,7 +287,8 @@ def _program_rules(program: Program, hw: Hardware) -> None:
             owner[c] = s.name
 
 
-def _token_rules(signals: dict[str, set[str]], waits: list[tuple[str, str]]) -> None:
+def token_rules(signals: dict[str, set[str]], waits: list[tuple[str, str]]) -> None:
+    """Each token has one producing stream, and every waited token is signalled."""
     for tok, who in signals.items():
         if len(who) > 1:
             raise ProgramError(f"token {tok!r} is signalled by streams {sorted(who)}; "
@@ -283,10 +312,22 @@ def validate(program: Program, hw: Hardware | str) -> None:
     key = (id(program), hw.fingerprint)
     if _VALID.get(key) is program:
         return
-    _program_rules(program, hw)
     signals: dict[str, set[str]] = {}
     waits: list[tuple[str, str]] = []
-    for s in program.streams:
-        _Checker(program, hw, s, signals, waits).nodes(s.body)
-    _token_rules(signals, waits)
+    check_program(program, hw, signals, waits)
+    token_rules(signals, waits)
     _VALID[key] = program
+
+
+def check_program(program: Program, hw: Hardware, signals: dict[str, set[str]],
+                  waits: list[tuple[str, str]], *, devices: int = 1,
+                  groups: list[dict[str, int]] | None = None, prefix: str = "") -> None:
+    """Every rule of one program except the token rules, whose inputs it collects:
+    ``signals`` (token -> producing streams) and ``waits`` (stream, token). ``devices``
+    is the size of the program's device group (the range of ``dev``), ``groups`` the
+    buffer sizes of every group of a system program (for sends to other groups), and
+    ``prefix`` names the group in stream names."""
+    _program_rules(program, hw)
+    for s in program.streams:
+        named = Stream(prefix + s.name, s.engine, s.channels, s.body) if prefix else s
+        _Checker(program, hw, named, signals, waits, devices, groups).nodes(s.body)

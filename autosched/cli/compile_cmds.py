@@ -4,7 +4,9 @@ All three read tuned schedules from ``--db``, by default the database ``tune`` w
 (``autosched.db``) when it exists, and say which schedule each operator used: exact
 (tuned for it), nearest (tuned for a similar shape) or default; ``--schedules library``
 builds the hand-kernel baseline instead (each family's shipped library kernel, its default
-where the library has none).
+where the library has none). A hardware file of several devices (``sim.system``) compiles
+the model partitioned over them (``--partition TPxPP``, or the searched best) and reports
+the communication share.
 """
 
 from __future__ import annotations
@@ -16,6 +18,13 @@ from ..defaults import DB_DEFAULT
 from .checks import output_file, positive, write_atomic
 from .lookup_cmd import open_existing
 from .output import kv_table, print_json, table
+from .systems import (
+    budget_rows,
+    compile_system_cmd,
+    resolve_partition,
+    simulate_system_cmd,
+    system_of,
+)
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -30,20 +39,28 @@ def _common(p: argparse.ArgumentParser) -> None:
                         "(the hand-kernel baseline; the database is not read)")
 
 
+def _step(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--phase", choices=("decode", "prefill"), default="decode")
+    p.add_argument("--batch", type=int, default=1)
+    p.add_argument("--context", type=int, default=None, help="KV positions (prompt if prefill)")
+    p.add_argument("--placement", choices=("auto", "pim", "host"), default=None,
+                   help="operators where tuned (auto), all in the banks, or all on the host "
+                        "(default: the plan recorded in --db, else auto)")
+    p.add_argument("--partition", default=None, metavar="TPxPP",
+                   help="devices per stage x stages on a multi-device system "
+                        "(default: the fastest that fits)")
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     c = sub.add_parser("compile", help="emit the program of one model step")
     _common(c)
-    c.add_argument("--phase", choices=("decode", "prefill"), default="decode")
-    c.add_argument("--batch", type=int, default=1)
-    c.add_argument("--context", type=int, default=None, help="KV positions (prompt if prefill)")
+    _step(c)
     c.add_argument("-o", "--out", required=True, metavar="prog.json")
     c.add_argument("--asm", default=None, metavar="prog.s")
     c.set_defaults(run=_compile)
     s = sub.add_parser("simulate", help="time one model step on the cycle-level simulator")
     _common(s)
-    s.add_argument("--phase", choices=("decode", "prefill"), default="decode")
-    s.add_argument("--batch", type=int, default=1)
-    s.add_argument("--context", type=int, default=None, help="KV positions (prompt if prefill)")
+    _step(s)
     s.add_argument("--json", action="store_true")
     s.set_defaults(run=_simulate)
     r = sub.add_parser("run", help="greedy generation on the functional simulator")
@@ -51,6 +68,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--check", action="store_true", help="compare every step with torch")
     r.add_argument("--steps", type=int, default=8)
     r.add_argument("--seed", type=int, default=0, help="seed of the model's random weights")
+    r.add_argument("--partition", default=None, metavar="TPxPP",
+                   help="devices per stage x stages on a multi-device system")
     r.add_argument("--json", action="store_true")
     r.set_defaults(run=_run)
 
@@ -112,20 +131,26 @@ def _check_step(args: argparse.Namespace) -> None:
 
 def _compile(args: argparse.Namespace) -> int:
     from autosched.compiler import compile_model
+    from autosched.compiler.capacity import max_batch
 
     _check_step(args)
     out = output_file(args.out, "-o", force=True)  # a program file is rewritten (atomically)
     asm = output_file(args.asm, "--asm", force=True) if args.asm else None
     db, source, kw = schedule_source(args)
+    system = system_of(args.hw, args.partition)
+    if system is not None:
+        return compile_system_cmd(args, system, db, out, asm)
     cm = compile_model(args.model, args.hw, db=db, phase=args.phase, batch=args.batch,
-                       context=args.context, **kw)
+                       context=args.context, placement=args.placement, **kw)
     write_atomic(out, lambda p: p.write_text(cm.program.to_json()))
     if asm is not None:
         write_atomic(asm, lambda p: p.write_text(cm.program.to_asm()))
     print(f"{cm.cfg.name} {cm.graph.phase} on {cm.hw.name}: {len(cm.graph)} operators, "
-          f"{len(cm.program.streams)} streams, {cm.linked.row_bytes_used:,} bytes of banks")
+          f"{len(cm.program.streams)} streams, placement {cm.placement}")
     print("\n".join(schedule_report(cm.choices, cm.graph, source)))
     print(host_ops_line(cm.graph.host_ops()))
+    print(kv_table(budget_rows(cm.budget.to_dict()) + [
+        (f"max_batch at context {cm.graph.context}", max_batch(cm))]))
     print(f"wrote {args.out}" + (f" and {args.asm}" if args.asm else ""))
     return 0
 
@@ -135,8 +160,11 @@ def _simulate(args: argparse.Namespace) -> int:
 
     _check_step(args)
     db, source, kw = schedule_source(args)
+    system = system_of(args.hw, args.partition)
+    if system is not None:
+        return simulate_system_cmd(args, system, db, source)
     f = simulate_model(args.model, args.hw, db=db, phase=args.phase, batch=args.batch,
-                       context=args.context, **kw)
+                       context=args.context, placement=args.placement, **kw)
     if args.json:
         print_json({**f.to_dict(), "schedules_from": source})
         return 0
@@ -149,25 +177,37 @@ def _simulate(args: argparse.Namespace) -> int:
     print()
     print(kv_table([
         ("model", f"{f.model} {f.phase} batch {f.batch} context {f.context} on {f.hardware}"),
+        ("placement", f.placement),
         ("latency_ns", f.latency_ns), ("bound_ns", f.bound_ns),
         ("latency / bound", f.latency_ns / f.bound_ns), ("baseline_ns", f.baseline_ns),
         ("speedup vs baseline", f.baseline_ns / f.latency_ns),
         ("tokens_per_s", f.tokens_per_s), ("energy_per_token_pj", f.energy_per_token_pj),
+        *budget_rows(f.budget), (f"max_batch at context {f.context}", f.max_batch),
         ("sim_wall_s", f.sim_wall_s),
     ]))
     return 0
 
 
 def _run(args: argparse.Namespace) -> int:
-    from autosched.compiler import compile_model, run_check
-
     positive(args.steps, "--steps")
     db, source, kw = schedule_source(args)
-    # the same first compile run_check makes (its kernels are cached): which schedules
-    first = compile_model(args.model, args.hw, db=db, context=args.steps, capacity=args.steps,
-                          **kw)
-    rep = run_check(args.model, args.hw, steps=args.steps, db=db, seed=args.seed, **kw)
-    lines = schedule_report(first.choices, first.graph, source)
+    system = system_of(args.hw, args.partition)
+    if system is not None:
+        from autosched.compiler.system_run import run_check_system
+
+        part = resolve_partition(args.partition, args.model, system, phase="decode", batch=1,
+                                 context=args.steps)
+        rep = run_check_system(args.model, system, part, steps=args.steps, db=db,
+                               seed=args.seed)
+        lines = [f"schedules from {source}", f"  {part.describe()} on {system.name}"]
+    else:
+        from autosched.compiler import compile_model, run_check
+
+        # the same first compile run_check makes (its kernels are cached): which schedules
+        first = compile_model(args.model, args.hw, db=db, context=args.steps,
+                              capacity=args.steps, **kw)
+        rep = run_check(args.model, args.hw, steps=args.steps, db=db, seed=args.seed, **kw)
+        lines = schedule_report(first.choices, first.graph, source)
     if args.json:
         print_json({**rep.to_dict(), "schedules_from": source, "schedules": lines[1:]})
     else:

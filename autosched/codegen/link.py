@@ -4,13 +4,22 @@ Each fragment is a :class:`sim.kernels.Kernel` written as if it owned the device
 from 0, its own buffer and token names) plus the global names its inputs and output
 take. The linker
 
-* plans memory: gives each fragment's weights a disjoint range of rows in every bank
-  (checking capacity) and offsets its ``place``;
+* plans memory (``memplan``): each fragment's weights get rows in the weights region
+  (in fragment order, so a weight sits at the same rows in every step of a model) and
+  each KV cache rows in the KV region above; host buffers other than constants and
+  outputs share an arena by liveness;
 * splits the channels into the common refinement of every fragment's channel ranges, so
-  each refined group is one SPMD stream running the fragments' bodies in order;
+  each refined group is one SPMD stream running the fragments' bodies in order; link
+  streams (collectives) become one link stream;
 * orders the fragments: the host signals ``go`` when a fragment's inputs are ready and
-  the fragment's PIM bodies wait for it; the fragment's own host part waits for them;
-* renames buffers and tokens so fragments never collide.
+  the fragment's PIM and link bodies wait for it; the fragment's own host part waits for
+  them. PIM bodies that read no input (weights streamed to the host) wait for the ``go``
+  of the fragment ``prefetch`` places earlier instead, so they overlap the host's work
+  on the fragments between (the channels they use still serialise in their streams);
+* renames buffers and tokens so fragments never collide. A buffer named ``@name`` in a
+  send's destination is another device group's global buffer ``name``: not renamed.
+  Buffers that sends write (another device may write them while this one is elsewhere)
+  are kept whole, out of the arena.
 """
 
 from __future__ import annotations
@@ -22,13 +31,16 @@ import numpy as np
 
 from sim.errors import SimError
 from sim.hardware import Hardware
-from sim.isa import BufRef, HostOp, Signal, Wait, aff
+from sim.isa import BufRef, HostOp, Send, Signal, Wait, WrBank, WrGb, aff
 from sim.kernels import Kernel
-from sim.program import Buffer, Loop, Node, Program, Stream
+from sim.program import Buffer, Loop, Node, Program, Stream, walk
 
+from .memplan import Budget, Live, nbytes, pack, row_index_bytes
 from .rewrite import Rewrite, max_row, rewrite_body
 
-__all__ = ["Fragment", "Linked", "link"]
+__all__ = ["PREFETCH", "Fragment", "Linked", "link"]
+
+PREFETCH = 4  # fragments an input-free PIM body may run ahead of its own
 
 
 @dataclass(frozen=True)
@@ -46,12 +58,13 @@ class Fragment:
 
 @dataclass
 class Linked:
-    """The linked program, where each fragment's rows went, and how to place all weights."""
+    """The linked program, where each fragment's rows went, how to place all weights,
+    and the device's memory budget."""
 
     program: Program
     rows: dict[str, tuple[int, int]]  # tag -> (row base, rows)
     fragments: tuple[Fragment, ...]
-    row_bytes_used: int = 0
+    budget: Budget
     _by_tag: dict[str, Fragment] = field(default_factory=dict)
 
     def bind(self, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -89,6 +102,19 @@ class _RowOffset:
         return self.mem.read(ch, bank, row + self.base, col_elem, n)
 
 
+@dataclass
+class _Frag:
+    """What the first pass learns about one fragment."""
+
+    f: Fragment
+    binds: dict[str, tuple[str, int]]
+    copies: list[Node]
+    device: list[Stream]  # PIM and link streams
+    start: int  # index of the fragment whose go the device streams wait for
+    rows: int = 0
+    kv: bool = False
+
+
 def _groups(fragments: Sequence[Fragment], hw: Hardware) -> list[tuple[int, int]]:
     cuts = {0, hw.org.channels}
     for f in fragments:
@@ -104,87 +130,233 @@ def _groups(fragments: Sequence[Fragment], hw: Hardware) -> list[tuple[int, int]
 
 def _pad_copy(local: str, glob: str, off: int, logical: tuple[int, ...],
               padded: tuple[int, ...]) -> Node:
+    """Copy ``glob`` (rows of ``k``) into ``local`` (rows of ``kp``, the rest zero)."""
     rows, k, kp = int(np.prod(logical[:-1])), logical[-1], padded[-1]
-    return Loop("r", rows, (HostOp("copy", (BufRef(local, aff(0, r=kp), (1, k)),),
-                                   (BufRef(glob, aff(off, r=k), (1, k)),)),))
+    dst = BufRef(local, aff(0), (rows, kp))
+    return HostOp("copy_cols", (dst,), (BufRef(glob, aff(off), (rows, k)), dst),
+                  (("lo", 0), ("hi", k), ("col", 0), ("clear", 1)))
 
 
-def link(fragments: Sequence[Fragment], hw: Hardware, name: str = "model") -> Linked:
-    """Link ``fragments`` (in execution order) into one program."""
+def _reads_inputs(streams: list[Stream], bound: set[str]) -> bool:
+    """Whether a PIM or link stream reads a buffer bound to another fragment's data."""
+    hit = [False]
+
+    def visit(ins: object, _mult: int) -> None:
+        if isinstance(ins, WrGb | WrBank) and ins.src.buf in bound:
+            hit[0] = True
+
+    for s in streams:
+        if s.engine == "link":
+            return True
+        walk(s.body, visit)
+    return hit[0]
+
+
+def _analyse(i: int, f: Fragment, prefetch: int) -> _Frag:
+    kern = f.kernel
+    binds = {b[0]: (b[1], b[2] if len(b) > 2 else 0) for b in f.binds}
+    # inputs whose padded layout differs from the producer's get a private copy
+    copies: list[Node] = []
+    inputs = set(binds)  # locals holding other fragments' data (copied or bound)
+    for j, local in enumerate(kern.inputs):
+        if local in binds and j < len(kern.input_shapes):
+            logical, padded = kern.input_shapes[j], kern.padded_shapes[j]
+            if padded != logical and int(np.prod(logical[:-1])) > 1:
+                glob, off = binds.pop(local)
+                copies.append(_pad_copy(f"{f.tag}.{local}", glob, off, logical, padded))
+    device = [s for s in kern.program.streams if s.engine != "host"]
+    pim = [s for s in device if s.engine == "pim"]
+    early = bool(pim) and not _reads_inputs(device, inputs)
+    fr = _Frag(f, binds, copies, device, max(0, i - prefetch) if early else i)
+    if pim or kern.rows:
+        fr.rows = max([kern.rows] + [max_row(s.body, len(s.channels)) + 1 for s in pim])
+        fr.kv = kern.rows > 0
+    return fr
+
+
+def link(fragments: Sequence[Fragment], hw: Hardware, name: str = "model", *,
+         constants: frozenset[str] = frozenset(), outputs: frozenset[str] = frozenset(),
+         prefetch: int = PREFETCH) -> Linked:
+    """Link ``fragments`` (in execution order) into one program.
+
+    ``constants`` (bound at every run) and ``outputs`` are global buffers kept whole; every
+    other buffer shares an arena by liveness. The budget is computed, not enforced: the
+    caller checks ``linked.budget.fits``.
+    """
+    frags = [_analyse(i, f, prefetch) for i, f in enumerate(fragments)]
+    rows, top = _rows(frags)
+    buffers, ranges = _declare(frags)
+    received = _received(frags)
+    keep = set(constants) | set(outputs) | received
+    mapping, decls, arena = _arena(buffers, ranges, keep)
     groups = _groups(fragments, hw)
-    pim_bodies: list[list[Node]] = [[] for _ in groups]
-    host: list[Node] = []
-    buffers: dict[str, Buffer] = {}
+    program = _emit(frags, groups, mapping, decls, name, rows)
+    ri = row_index_bytes(hw)
+    weights = sum(fr.rows for fr in frags if fr.rows and not fr.kv)
+    budget = Budget(
+        capacity=hw.org.rows_per_bank * ri, row_index=ri, weights=weights * ri,
+        weights_data=0, kv=(top - weights) * ri,
+        constants=sum(nbytes(b.dtype, b.size) for b in buffers.values() if b.name in constants),
+        activations=arena + sum(nbytes(b.dtype, b.size) for b in buffers.values()
+                                if b.name in set(outputs) | received))
+    return Linked(program, rows, tuple(fragments), budget)
+
+
+def _rows(frags: list[_Frag]) -> tuple[dict[str, tuple[int, int]], int]:
+    """Row base and count per fragment: weights first, then KV caches."""
     rows: dict[str, tuple[int, int]] = {}
-    next_row = 0
-    for f in fragments:
-        prog, kern = f.kernel.program, f.kernel
-        binds = {b[0]: (b[1], b[2] if len(b) > 2 else 0) for b in f.binds}
-        pim = [s for s in prog.streams if s.engine == "pim"]
-        # inputs whose padded layout differs from the producer's get a private copy
-        copies: list[Node] = []
-        for i, local in enumerate(kern.inputs):
-            if local in binds and i < len(kern.input_shapes):
-                logical, padded = kern.input_shapes[i], kern.padded_shapes[i]
-                if padded != logical and int(np.prod(logical[:-1])) > 1:
-                    glob, off = binds.pop(local)
-                    copies.append(_pad_copy(f"{f.tag}.{local}", glob, off, logical, padded))
-        rename = _renamer(f.tag, binds)
-        for b in prog.buffers:
-            g, off = rename(b.name)
-            old = buffers.get(g)
-            dtype = "fp32" if b.name in binds else b.dtype
-            buffers[g] = Buffer(g, dtype, max(b.size + off, old.size if old else 0))
-        producers = {ins.token: s for s in prog.streams for ins in _signals(s.body)}
-        base = next_row
-        if pim or kern.rows:
-            used = max([kern.rows] + [max_row(s.body, len(s.channels)) + 1 for s in pim])
-            rows[f.tag] = (base, used)
-            next_row += used
-        go = f"{f.tag}.go"
-
-        def tokens(t: str, _f: Fragment = f, _p: dict = producers) -> tuple[str, ...]:
-            s = _p.get(t)
-            if s is None or s.engine == "host":
-                return (f"{_f.tag}.{t}",)
-            lo, hi = s.channels[0], s.channels[-1] + 1
-            return tuple(f"{_f.tag}.{t}@{gi}" for gi, (a, _) in enumerate(groups) if lo <= a < hi)
-
-        host.extend(copies)
-        if pim:
-            host.append(Signal(go))
-        for s in prog.streams:
-            if s.engine == "host":
-                host.extend(rewrite_body(s.body, Rewrite(rename, tokens)))
-                continue
-            lo, hi = s.channels[0], s.channels[-1] + 1
-            for gi, (a, _) in enumerate(groups):
-                if lo <= a < hi:
-                    rw = Rewrite(rename, _local_tokens(tokens, gi), base, a - lo)
-                    pim_bodies[gi].extend((Wait((go,)), *rewrite_body(s.body, rw)))
-    if next_row > hw.org.rows_per_bank:
-        need = next_row * hw.org.row_bytes * hw.org.banks_per_channel * hw.org.channels
-        raise SimError(f"weights and caches need {need:,} bytes ({next_row} rows per bank); the "
-                       f"device has {hw.capacity_bytes:,} ({hw.org.rows_per_bank} rows per bank)")
-    streams = [Stream(f"pim{gi}", "pim", range(a, b), tuple(body))
-               for gi, ((a, b), body) in enumerate(zip(groups, pim_bodies, strict=True)) if body]
-    streams.append(Stream("host", "host", (), tuple(host)))
-    prog = Program(tuple(streams), tuple(buffers.values()), name=name)
-    used_bytes = next_row * hw.org.row_bytes * hw.org.banks_per_channel * hw.org.channels
-    return Linked(prog, rows, tuple(fragments), used_bytes)
+    nxt = 0
+    for kv in (False, True):
+        for fr in frags:
+            if fr.rows and fr.kv == kv:
+                rows[fr.f.tag] = (nxt, fr.rows)
+                nxt += fr.rows
+    return rows, nxt
 
 
 def _renamer(tag: str, binds: dict[str, tuple[str, int]]) -> Callable[[str], tuple[str, int]]:
-    return lambda b: binds.get(b, (f"{tag}.{b}", 0))
+    def rename(b: str) -> tuple[str, int]:
+        if b.startswith("@"):
+            return b, 0
+        return binds.get(b, (f"{tag}.{b}", 0))
+
+    return rename
 
 
-def _local_tokens(tokens: Callable[[str], tuple[str, ...]], gi: int) -> Callable:
+def _received(frags: list[_Frag]) -> set[str]:
+    """Global buffers a send of this program writes (within the device group)."""
+    out: set[str] = set()
+    for fr in frags:
+        rename = _renamer(fr.f.tag, fr.binds)
+
+        def visit(ins: object, _m: int, _r: Callable = rename) -> None:
+            if isinstance(ins, Send) and ins.group < 0:
+                out.add(_r(ins.dst.buf)[0])
+
+        for s in fr.device:
+            walk(s.body, visit)
+    return out
+
+
+def _declare(frags: list[_Frag]) -> tuple[dict[str, Buffer], dict[str, list[int]]]:
+    """Every global buffer (the largest size any fragment needs) and its fragment range."""
+    buffers: dict[str, Buffer] = {}
+    ranges: dict[str, list[int]] = {}
+    for i, fr in enumerate(frags):
+        rename = _renamer(fr.f.tag, fr.binds)
+        for b in fr.f.kernel.program.buffers:
+            g, off = rename(b.name)
+            old = buffers.get(g)
+            dtype = "fp32" if b.name in fr.binds else b.dtype
+            buffers[g] = Buffer(g, dtype, max(b.size + off, old.size if old else 0))
+            r = ranges.setdefault(g, [fr.start, i])
+            r[0], r[1] = min(r[0], fr.start), max(r[1], i)
+        for node in fr.copies:  # a pad copy reads its global source
+            src = node.ins[0].buf
+            r = ranges.setdefault(src, [i, i])
+            r[0], r[1] = min(r[0], i), max(r[1], i)
+    return buffers, ranges
+
+
+def _arena(buffers: dict[str, Buffer], ranges: dict[str, list[int]], keep: set[str]
+           ) -> tuple[dict[str, tuple[str, int]], list[Buffer], int]:
+    """Global name -> (declared buffer, element offset), the declarations, arena bytes."""
+    mapping: dict[str, tuple[str, int]] = {}
+    decls = [b for b in buffers.values() if b.name in keep]
+    total = 0
+    for dtype in sorted({b.dtype for b in buffers.values() if b.name not in keep}):
+        eb = nbytes(dtype, 1)
+        live = [Live(b.name, b.size * eb, *ranges[b.name]) for b in buffers.values()
+                if b.name not in keep and b.dtype == dtype]
+        offsets, top = pack(live, align=64)
+        arena = f"arena.{dtype}"
+        for name, off in offsets.items():
+            mapping[name] = (arena, off // eb)
+        decls.append(Buffer(arena, dtype, max(1, -(-top // eb))))
+        total += top
+    return mapping, decls, total
+
+
+def _emit(frags: list[_Frag], groups: list[tuple[int, int]],
+          mapping: dict[str, tuple[str, int]], decls: list[Buffer], name: str,
+          rows: dict[str, tuple[int, int]]) -> Program:
+    pim_bodies: list[list[Node]] = [[] for _ in groups]
+    host: list[Node] = []
+    link_body: list[Node] = []
+    anchors = {fr.start for fr in frags if fr.device}
+    waited = [-1] * (len(groups) + 1)  # per device stream (link last): the last go waited
+    splits: dict[tuple[int, ...], tuple[int, ...]] = {}
+
+    def split(chans: tuple[int, ...]) -> tuple[int, ...]:
+        """The channel groups a stream over ``chans`` was cut into."""
+        got = splits.get(chans)
+        if got is None:
+            lo, hi = chans[0], chans[-1] + 1
+            got = splits[chans] = tuple(gi for gi, (a, _) in enumerate(groups) if lo <= a < hi)
+        return got
+
+    def wait(gi: int, start: int, go: tuple[str, ...]) -> tuple[Node, ...]:
+        """A stream waits once per go (each wait consumes one signal); an earlier go is
+        already behind it."""
+        if start <= waited[gi]:
+            return ()
+        waited[gi] = start
+        return (Wait(go),)
+
+    for i, fr in enumerate(frags):
+        f, prog = fr.f, fr.f.kernel.program
+        local = _renamer(f.tag, fr.binds)
+
+        def rename(b: str, _local: Callable = local) -> tuple[str, int]:
+            g, off = _local(b)
+            if g.startswith("@"):  # another group's buffer, by its own name
+                return g[1:], off
+            arena, base = mapping.get(g, (g, 0))
+            return arena, base + off
+
+        producers = {ins.token: s for s in prog.streams for ins in _signals(s.body)}
+
+        def tokens(t: str, _f: Fragment = f, _p: dict = producers) -> tuple[str, ...]:
+            s = _p.get(t)
+            if s is None or s.engine != "pim":
+                return (f"{_f.tag}.{t}",)
+            return tuple(f"{_f.tag}.{t}@{gi}" for gi in split(s.channels))
+
+        host.extend(rewrite_body(tuple(fr.copies),
+                                 Rewrite(lambda g: mapping.get(g, (g, 0)))))
+        if i in anchors:
+            host.append(Signal(f"{f.tag}.go"))
+        go = (f"{frags[fr.start].f.tag}.go",)
+        base = rows.get(f.tag, (0, 0))[0]
+        for s in prog.streams:
+            if s.engine == "host":
+                host.extend(rewrite_body(s.body, Rewrite(rename, tokens)))
+            elif s.engine == "link":
+                link_body.extend((*wait(len(groups), fr.start, go),
+                                  *rewrite_body(s.body, Rewrite(rename, tokens))))
+            else:
+                for gi in split(s.channels):
+                    rw = Rewrite(rename, _local_tokens(tokens, gi, f.tag), base,
+                                 groups[gi][0] - s.channels[0])
+                    pim_bodies[gi].extend((*wait(gi, fr.start, go), *rewrite_body(s.body, rw)))
+    streams = [Stream(f"pim{gi}", "pim", range(a, b), tuple(body))
+               for gi, ((a, b), body) in enumerate(zip(groups, pim_bodies, strict=True)) if body]
+    if link_body:
+        streams.append(Stream("link", "link", (), tuple(link_body)))
+    streams.append(Stream("host", "host", (), tuple(host)))
+    return Program(tuple(streams), tuple(decls), name=name)
+
+
+def _local_tokens(tokens: Callable[[str], tuple[str, ...]], gi: int, tag: str) -> Callable:
     """In a PIM group stream, a signal of a split token produces only this group's part."""
+    mine = f"@{gi}"
 
     def fn(t: str) -> tuple[str, ...]:
         names = tokens(t)
-        mine = [n for n in names if n.endswith(f"@{gi}")]
-        return tuple(mine) if mine else names
+        if len(names) > 1 or names[0].endswith(mine):
+            own = f"{tag}.{t}{mine}"
+            return (own,) if own in names else names
+        return names
 
     return fn
 

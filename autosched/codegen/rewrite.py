@@ -7,6 +7,7 @@ be written as if it owned the whole device: rows from 0, its own buffer and toke
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable
 
 from sim.isa import Act, Affine, BufRef, Instr, Signal, Wait
@@ -47,10 +48,29 @@ def _value(v: object, rw: Rewrite) -> object:
     if isinstance(v, BufRef):
         name, off = rw.buffers(v.buf)
         a = _affine(v.offset, rw)
-        return BufRef(name, Affine(a.base + off, a.terms), v.shape)
+        if name == v.buf and not off and a is v.offset:
+            return v
+        return _new(BufRef, {"buf": name, "offset": Affine(a.base + off, a.terms),
+                             "shape": v.shape})
     if isinstance(v, tuple) and v and isinstance(v[0], BufRef):
-        return tuple(_value(x, rw) for x in v)
+        out = tuple(_value(x, rw) for x in v)
+        return v if all(a is b for a, b in zip(out, v, strict=True)) else out
     return v
+
+
+@functools.cache
+def _names(cls: type) -> tuple[str, ...]:
+    """The fields of an instruction class that a rewrite may change (operands)."""
+    return tuple(f.name for f in dataclasses.fields(cls)
+                 if f.type in ("Affine", "BufRef") or f.type.startswith("tuple[BufRef"))
+
+
+def _new(cls: type, values: dict) -> object:
+    """An instance of a frozen dataclass from already-normal field values (no __init__)."""
+    obj = object.__new__(cls)
+    for k, v in values.items():
+        object.__setattr__(obj, k, v)
+    return obj
 
 
 def _instr(ins: Instr, rw: Rewrite) -> list[Instr]:
@@ -58,11 +78,23 @@ def _instr(ins: Instr, rw: Rewrite) -> list[Instr]:
         return [Signal(t) for t in rw.tokens(ins.token)]
     if isinstance(ins, Wait):
         return [Wait(tuple(t for tok in ins.tokens for t in rw.tokens(tok)))]
-    changes = {f.name: _value(getattr(ins, f.name), rw) for f in dataclasses.fields(ins)}
+    changes = {}
+    for name in _names(type(ins)):
+        old = getattr(ins, name)
+        new = _value(old, rw)
+        if new is not old:
+            changes[name] = new
     if isinstance(ins, Act) and rw.row_base:
-        r = changes["row"]
+        r = changes.get("row", ins.row)
         changes["row"] = Affine(r.base + rw.row_base, r.terms)
-    return [dataclasses.replace(ins, **changes)]
+    if not changes:
+        return [ins]
+    return [_new(type(ins), {**{f: getattr(ins, f) for f in _all(type(ins))}, **changes})]
+
+
+@functools.cache
+def _all(cls: type) -> tuple[str, ...]:
+    return tuple(f.name for f in dataclasses.fields(cls))
 
 
 def rewrite_body(body: tuple[Node, ...], rw: Rewrite) -> tuple[Node, ...]:

@@ -7,12 +7,15 @@ glue kernels copy instead. Schedules come from the database (exact, nearest, def
 ``autosched.lookup``), from an explicit per-node mapping, from the shipped library
 kernels (``schedules="library"``: each family's ``library`` point, its default where the
 library has no kernel), or, for the plain-memory baseline, from forcing every family's
-host placement.
+host placement. Multi-row GEMVs are pinned to their weights' resident layout
+(``resident``), so every step reads the weights where they are. The linker plans the
+device's memory; a step that does not fit raises :class:`~sim.errors.SimError` with the
+budget.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 
@@ -39,9 +42,12 @@ from sim.kernels import Kernel
 from sim.validate import validate
 
 from .glue import gather
+from .kvfit import compact_schedule
+from .placement import PIM_FAMILIES, PLANS, faster_default, placement_key, side_schedule
+from .resident import pin_graph
 from .weights import node_constants, node_weights
 
-__all__ = ["CompiledModel", "compile_model", "host_schedule", "library_choice", "plan_key"]
+__all__ = ["CompiledModel", "compile_model", "library_choice", "plan_key"]
 
 
 @dataclass
@@ -56,6 +62,7 @@ class CompiledModel:
     kernels: dict[str, Kernel]
     logits: str
     token: str
+    placement: str = "auto"
     rows: int = field(init=False)
 
     def __post_init__(self) -> None:
@@ -64,6 +71,11 @@ class CompiledModel:
     @property
     def program(self):
         return self.linked.program
+
+    @property
+    def budget(self):
+        """The device's memory plan (:class:`~autosched.codegen.memplan.Budget`)."""
+        return self.linked.budget
 
     def place(self, mem: object, weights: Weights) -> None:
         """Write every node's weights into the banks of ``mem``."""
@@ -83,23 +95,6 @@ class CompiledModel:
         for r in self.choices.values():
             counts[r.kind] = counts.get(r.kind, 0) + 1
         return counts
-
-
-def host_schedule(workload: Workload, hw: Hardware) -> Schedule:
-    """The family's host placement (the plain-memory path) where it has one, else default."""
-    low = lowering_for(workload)
-    space = low.space(workload, hw)
-    default = low.default(workload, hw)
-    names = {p.name for p in space.params}
-    if "placement" not in names or not space.param("placement").domain.contains("host"):
-        return Schedule.of(space, default)
-
-    def choose(p):
-        if p.name == "placement":
-            return "host"
-        return default[p.name] if p.name in default else p.domain.values()[0]
-
-    return Schedule.of(space, space.fill(choose))
 
 
 def library_choice(workload: Workload, hw: Hardware) -> LookupResult:
@@ -134,9 +129,11 @@ class _Builder:
         self.choices: dict[str, LookupResult] = {}
         self.kernels: dict[str, Kernel] = {}
         self.frags: list[Fragment] = []
+        self.constants: set[str] = {TOKEN_IDS}
         self._looked: dict[str, LookupResult] = {}
         self.one_row = graph.batch * graph.tokens == 1
         self.homes = self._homes()
+        self.alias: dict[str, tuple[str, int]] = {}  # what consumers read instead
 
     def _homes(self) -> dict[str, tuple[str, int]]:
         """At one row, sources concatenated whole by a consumer live side by side."""
@@ -159,18 +156,33 @@ class _Builder:
         w = n.workload
         if n.name in self.schedules:
             return LookupResult("given", w, self.schedules[n.name])
-        if self.placement == "host":
-            return LookupResult("baseline", w, host_schedule(w, self.hw))
         if w.key not in self._looked:
-            self._looked[w.key] = library_choice(w, self.hw) if self.library \
-                else lookup(self.db, w, self.hw)
+            self._looked[w.key] = self._choose(w)
         return self._looked[w.key]
+
+    def _choose(self, w: Workload) -> LookupResult:
+        if self.library:
+            return library_choice(w, self.hw)
+        if self.placement == "host" or (self.placement == "pim" and w.op in PIM_FAMILIES):
+            s = side_schedule(w, self.hw, self.placement, self.db)
+            if s is not None:
+                return LookupResult(self.placement, w, s)
+        res = lookup(self.db, w, self.hw)
+        # untuned rows of several tokens or sequences: each operator on its faster side
+        if res.kind == "default" and (self.graph.phase == "prefill" or self.graph.batch > 1):
+            return LookupResult("default", w, faster_default(w, self.hw))
+        return res
 
     def kernel(self, w: Workload, s: Schedule) -> Kernel:
         return _build(w, s, self.hw)
 
-    def home(self, name: str) -> tuple[str, int]:
+    def out_home(self, name: str) -> tuple[str, int]:
+        """Where node ``name`` writes its output."""
         return self.homes.get(name, (name, 0))
+
+    def home(self, name: str) -> tuple[str, int]:
+        """Where consumers of node ``name`` read its output."""
+        return self.alias.get(name) or self.out_home(name)
 
     def source(self, n: OpNode, local: str, views: tuple[FusedView, ...]) -> tuple[str, int]:
         """Where the kernel input ``local`` of ``n`` (the concatenation of ``views``) lives."""
@@ -198,10 +210,16 @@ class _Builder:
     def add(self, n: OpNode) -> None:
         res = self.choose(n)
         self.choices[n.name] = res
-        k = self.kernel(n.workload, res.schedule)
+        k = self.kernel(res.workload, res.schedule)
         self.kernels[n.name] = k
-        binds = [(k.output, *self.home(n.name))] + self._inputs(n, k)
+        binds = [(k.output, *self.out_home(n.name))] + self._inputs(n, k)
+        bound = {b[0] for b in binds}
+        self.constants |= {f"{n.name}.{c}" for c in k.inputs if c not in bound}
         self.frags.append(Fragment(n.name, k, tuple(binds)))
+        self.after(n)
+
+    def after(self, n: OpNode) -> None:
+        """Hook: fragments that follow node ``n`` (collectives of a partitioned model)."""
 
     def _inputs(self, n: OpNode, k: Kernel) -> list[tuple]:
         return [(local, *self.source(n, local, views))
@@ -225,7 +243,10 @@ def compile_model(model: str | ModelConfig | None, hw: str | Hardware, *,
     for this model step, or none. ``model`` may be None when ``graph`` is given (the
     torch.compile backend's graphs have no config); ``CompiledModel.cfg`` is then None.
     ``schedules``: node name -> schedule (others looked up), or ``"library"`` for the
-    shipped library kernels everywhere (see the module docstring).
+    shipped library kernels everywhere (see the module docstring). ``placement``:
+    ``auto`` (every operator's looked-up schedule), ``pim`` or ``host`` (every operator on
+    that side, see ``placement``); None means the plan ``choose_plan`` stored in ``db`` for
+    this step, or ``auto``.
     """
     hw = load_hardware(hw)
     database = open_database(db) if db is not None else None
@@ -236,16 +257,84 @@ def compile_model(model: str | ModelConfig | None, hw: str | Hardware, *,
         graph = model_graph(cfg, phase=phase, batch=batch, context=context, capacity=capacity,
                             fusion=fusion)[1]
     name = cfg.name if cfg is not None else graph.model
+    if placement is None and database is not None:
+        stored = database.plan(placement_key(name, graph.phase, graph.batch, graph.context),
+                               hw.fingerprint)
+        placement = (stored or {}).get("placement")
+    if placement not in (None, *PLANS):
+        raise AutoschedError(f"placement {placement!r} is not one of {', '.join(PLANS)}")
+    graph = pin_graph(graph, hw, database)
     b = _Builder(graph, hw, database, schedules, placement)
     for n in graph:
         b.add(n)
-    linked = link(b.frags, hw, name=f"{name}_{graph.phase}")
+    cm = link_step(cfg, graph, hw, b, graph.nodes, name=f"{name}_{graph.phase}")
+    if not cm.budget.fits and (compact := _compact_kv(cm)):
+        given = schedules if isinstance(schedules, dict) else {}
+        b = _Builder(graph, hw, database, {**compact, **given}, placement)
+        for n in graph:
+            b.add(n)
+        cm = link_step(cfg, graph, hw, b, graph.nodes, name=f"{name}_{graph.phase}")
+    cm.budget.check(f"{name} {graph.phase} batch {graph.batch} context {graph.context} "
+                    f"on {hw.name}")
     try:  # every kernel was validated by build(); what is left to break is the linking
-        validate(linked.program, hw)
+        validate(cm.program, hw)
     except ProgramError as e:
         raise InternalError(f"internal compiler error: linking {name} {graph.phase} on "
                             f"{hw.name} produced an invalid program: {e}") from e
-    logits = next((n.name for n in graph if n.role == "lm_head"), graph.nodes[-1].name)
-    token = next((n.name for n in graph if n.role == "argmax"), logits)
-    return CompiledModel(cfg, graph, hw, linked, b.choices, b.kernels, b.home(logits)[0],
-                         b.home(token)[0])
+    return cm
+
+
+def link_step(cfg: ModelConfig, graph: OpGraph, hw: Hardware, b: _Builder,
+              nodes: tuple[OpNode, ...], *, name: str,
+              keep: frozenset[str] = frozenset()) -> CompiledModel:
+    """Link the fragments ``b`` built for ``nodes`` (all of ``graph`` or one pipeline
+    stage's); ``keep``: further buffers kept whole (sent or received between devices).
+    The budget is computed, not checked."""
+    roles = {n.role: n.name for n in nodes}
+    logits, token = roles.get("lm_head", ""), roles.get("argmax", "")
+    outputs = frozenset(b.home(x)[0] for x in (logits, token) if x) | keep
+    linked = link(b.frags, hw, name=name, constants=frozenset(b.constants), outputs=outputs)
+    linked.budget = replace(linked.budget, weights_data=weight_bytes(nodes, hw),
+                            kv_data=kv_bytes(nodes, hw))
+    return CompiledModel(cfg, graph, hw, linked, b.choices, b.kernels,
+                         b.home(logits)[0] if logits else "", b.home(token)[0] if token else "",
+                         b.placement or "auto")
+
+
+def _compact_kv(cm: CompiledModel) -> dict[str, Schedule]:
+    """Schedules giving every attention the fastest layout whose cache fits the rows the
+    weights and host buffers leave (``kvfit``); empty when none is compact enough."""
+    bd, hw = cm.budget, cm.hw
+    attn = [n for n in cm.graph if n.workload.op == "attention" and
+            cm.choices[n.name].kind != "given"]
+    if not attn:
+        return {}
+    left = hw.org.rows_per_bank - (bd.weights + bd.host) // bd.row_index
+    per = left // len(attn)
+    out: dict[str, Schedule] = {}
+    found: dict[str, Schedule | None] = {}
+    for n in attn:
+        w = cm.choices[n.name].workload
+        if w.key not in found:
+            found[w.key] = compact_schedule(w, hw, per)
+        if found[w.key] is None:
+            return {}
+        out[n.name] = found[w.key]
+    return out
+
+
+def kv_bytes(nodes, hw: Hardware) -> int:
+    """Bytes of the keys and values the nodes' attention caches hold (no layout waste)."""
+    total = 0
+    for n in nodes:
+        if n.workload.op == "attention":
+            d = n.workload.dims
+            cap = int(n.workload.attr("capacity", d["l"]))
+            total += 2 * d["b"] * cap * d["kvh"] * d["d"] * hw.elem_bytes
+    return total
+
+
+def weight_bytes(nodes, hw: Hardware) -> int:
+    """Bytes of the weight elements the nodes' GEMVs keep in the banks (no padding)."""
+    return sum(n.workload.dims["n"] * n.workload.dims["k"] * hw.elem_bytes
+               for n in nodes if n.workload.op in ("gemv", "gemm"))

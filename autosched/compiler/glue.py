@@ -5,7 +5,8 @@ straight into windows of a shared buffer and consumers read windows. Otherwise t
 row-major layouts of producers and consumer differ, and this host-only kernel copies:
 output row ``r`` takes, from each input ``p<i>`` of width ``width_i``, columns
 ``lo_i:hi_i`` of row ``r * stride + offset`` (``stride = tokens, offset = tokens - 1``
-picks each sequence's last token).
+picks each sequence's last token). Each input is one strided ``copy_cols`` op over all
+rows (the first one clears the output).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from functools import partial
 
 from sim.isa import BufRef, HostOp, aff
 from sim.kernels import Kernel
-from sim.program import Buffer, Loop, Program, Stream
+from sim.program import Buffer, Program, Stream
 
 __all__ = ["gather"]
 
@@ -29,12 +30,13 @@ def gather(rows_out: int, rows_in: int, parts: tuple[tuple[int, int, int], ...],
     ``parts[i] = (width_i, lo_i, hi_i)``."""
     total = sum(hi - lo for _, lo, hi in parts)
     body, col = [], 0
+    out = BufRef("y", aff(0), (rows_out, total))
     for i, (width, lo, hi) in enumerate(parts):
-        n = hi - lo
-        src = BufRef(f"p{i}", aff(lo + offset * width, r=stride * width), (1, n))
-        body.append(Loop("r", rows_out, (HostOp("copy", (BufRef("y", aff(col, r=total), (1, n)),),
-                                                (src,)),)))
-        col += n
+        src = BufRef(f"p{i}", aff(0), (rows_out, stride * width))
+        attrs = (("lo", lo + offset * width), ("hi", hi + offset * width), ("col", col),
+                 ("clear", int(i == 0)))
+        body.append(HostOp("copy_cols", (out,), (src, out), attrs))
+        col += hi - lo
     bufs = [Buffer(f"p{i}", "fp32", rows_in * w) for i, (w, _, _) in enumerate(parts)]
     prog = Program((Stream("host", "host", (), tuple(body)),),
                    (*bufs, Buffer("y", "fp32", rows_out * total)),

@@ -30,7 +30,7 @@ from sim.hwio import load_hardware
 
 from .compile import compile_model
 
-__all__ = ["RunReport", "run_check", "tolerance"]
+__all__ = ["RunReport", "compare_step", "report", "run_check", "tolerance"]
 
 _UNIT_ROUNDOFF = {"fp16": 2.0**-11, "bf16": 2.0**-8, "fp32": 2.0**-24}
 
@@ -86,6 +86,41 @@ def _generate(ref: torch.nn.Module, first_token: int, steps: int) -> tuple[int, 
     return tuple(int(t) for t in out[0, 1:])
 
 
+def compare_step(step: int, logits: np.ndarray, want: np.ndarray, tol: float) -> dict:
+    """One step's row: errors of the device logits against the reference's, and the tokens."""
+    abs_err = float(np.max(np.abs(logits - want)))
+    rel_err = abs_err / max(float(np.max(np.abs(want))), 1e-30)
+    got_tok, ref_tok = int(np.argmax(logits)), int(np.argmax(want))
+    top2 = np.sort(want)[-2:]
+    # a flipped argmax only counts against the program when the reference's margin
+    # exceeds what the tolerated error could close
+    explained = (top2[1] - top2[0]) <= 2 * tol * float(np.max(np.abs(want)))
+    return {"step": step, "token": got_tok, "ref_token": ref_tok, "max_abs_err": abs_err,
+            "max_rel_err": rel_err, "match": got_tok == ref_tok,
+            "flip_within_tolerance": bool(explained)}
+
+
+def reference_logits(ref: torch.nn.Module, cache: Any, token: int, step: int) -> np.ndarray:
+    """The ``transformers`` model's logits for ``token`` at position ``step`` (``cache``:
+    its static KV cache, advanced by the call)."""
+    with torch.no_grad():
+        out = ref(input_ids=torch.tensor([[token]]), cache=cache, use_cache=True,
+                  position_ids=torch.tensor([[step]]))
+    return out.logits[0, -1].float().numpy()
+
+
+def report(model: str, hardware: str, rows: list[dict], tol: float, t0: float,
+           generated: tuple[int, ...]) -> RunReport:
+    """The report of the compared steps (``t0``: ``perf_counter`` at the start;
+    ``generated``: the reference's own greedy tokens)."""
+    max_rel = max(r["max_rel_err"] for r in rows)
+    same = tuple(r["token"] for r in rows) == generated
+    ok_tokens = same or all(r["match"] or r["flip_within_tolerance"] for r in rows)
+    return RunReport(model, hardware, tuple(rows), max(r["max_abs_err"] for r in rows),
+                     max_rel, same, tol, max_rel <= tol and ok_tokens,
+                     time.perf_counter() - t0, generated)
+
+
 def run_check(model: Any, hw: str | Hardware, *, steps: int = 8,
               db: str | Path | Database | None = None, seed: int = 0,
               first_token: int = 1, fusion: dict | None = None,
@@ -113,25 +148,7 @@ def run_check(model: Any, hw: str | Hardware, *, steps: int = 8,
                            graph=with_context(first.graph, step + 1))
         ins = cm.inputs(src.weights, np.array([[token]]), np.array([step]))
         logits = execute(cm.program, hw, mem, ins)[cm.logits][: cfg.vocab]
-        with torch.no_grad():
-            out = ref(input_ids=torch.tensor([[token]]), cache=cache, use_cache=True,
-                      position_ids=torch.tensor([[step]]))
-        want = out.logits[0, -1].float().numpy()
-        abs_err = float(np.max(np.abs(logits - want)))
-        rel_err = abs_err / max(float(np.max(np.abs(want))), 1e-30)
-        got_tok, ref_tok = int(np.argmax(logits)), int(np.argmax(want))
-        top2 = np.sort(want)[-2:]
-        # a flipped argmax only counts against the program when the reference's margin
-        # exceeds what the tolerated error could close
-        explained = (top2[1] - top2[0]) <= 2 * tol * float(np.max(np.abs(want)))
-        rows.append({"step": step, "token": got_tok, "ref_token": ref_tok,
-                     "max_abs_err": abs_err, "max_rel_err": rel_err,
-                     "match": got_tok == ref_tok, "flip_within_tolerance": bool(explained)})
-        token = got_tok
-    generated = _generate(ref, first_token, steps)
-    max_rel = max(r["max_rel_err"] for r in rows)
-    same = tuple(r["token"] for r in rows) == generated
-    ok_tokens = same or all(r["match"] or r["flip_within_tolerance"] for r in rows)
-    return RunReport(cfg.name, hw.name, tuple(rows), max(r["max_abs_err"] for r in rows),
-                     max_rel, same, tol, max_rel <= tol and ok_tokens,
-                     time.perf_counter() - t0, generated)
+        want = reference_logits(ref, cache, token, step)
+        rows.append(compare_step(step, logits, want, tol))
+        token = rows[-1]["token"]
+    return report(cfg.name, hw.name, rows, tol, t0, _generate(ref, first_token, steps))

@@ -2,12 +2,14 @@
 
 from search_spaces.gemv.space import (
     GEMV_VERSION,
+    default_layout,
     gemv_default,
     gemv_library,
     gemv_modes,
     gemv_space,
     point_opts,
+    resident_layout,
 )
 
-__all__ = ["GEMV_VERSION", "gemv_default", "gemv_library", "gemv_modes", "gemv_space",
-           "point_opts"]
+__all__ = ["GEMV_VERSION", "default_layout", "gemv_default", "gemv_library", "gemv_modes",
+           "gemv_space", "point_opts", "resident_layout"]

@@ -1,20 +1,27 @@
 """The GEMV/GEMM schedule space: ``y[m, n] = x[m, k] @ W[n, k]^T`` on a PIM device.
 
-``placement`` picks the engine. ``host``: the weights stay in the banks in plain-memory
-layout and stream to the host, which multiplies (``sim.kernels.gemv_baseline``). ``pim``:
-every ``sim.kernels.GemvOpts`` decision is a parameter (``tile_outer`` is the loop order
-``tile_outer`` when true, ``row_outer`` when false; ``interleave`` exists only on devices
-with bank-pair units). The constraints are the kernel's own rules
-(``sim.kernels.GEMV_RULES`` for PIM, ``baseline_reason`` for the host layout) wrapped as
-:class:`~search_spaces.Rule` s, so a point is valid exactly when the kernel accepts it.
-``gb_tile`` ranges over powers of two, plus the library kernel's own tile where that is
-not one (so the shipped kernel, :func:`gemv_library`, is always a point of the space); on
-a device whose row geometry is not a power of two some modes then have no valid tile, and
-validation says so.
+``placement`` picks the engine. The weights are stored once, in their *resident layout*:
+the PIM layout (``sim.kernels.LAYOUT_FIELDS``) given by the workload's ``layout`` attribute
+(``sim.kernels.layout_key``), or else the default layout of the same weights at one
+activation row (:func:`default_layout`: the layout batch-1 decode uses). ``host``: the
+host reads the resident rows and multiplies (``sim.kernels.gemv_host``); without a PIM
+layout (nothing fits on PIM) the weights sit in plain-memory layout
+(``sim.kernels.gemv_baseline``). ``pim``: every ``sim.kernels.GemvOpts`` decision is a
+parameter (``tile_outer`` is the loop order ``tile_outer`` when true, ``row_outer`` when
+false; ``interleave`` exists only on devices with bank-pair units); with a ``layout``
+attribute the layout parameters have that one value. The constraints are the kernel's own
+rules (``sim.kernels.GEMV_RULES`` for PIM, ``baseline_reason`` for a plain layout)
+wrapped as :class:`~search_spaces.Rule` s, so a point is valid exactly when the kernel
+accepts it. ``gb_tile`` ranges over powers of two, plus the library kernel's own tile
+where that is not one (so the shipped kernel, :func:`gemv_library`, is a point of the
+space unless a pinned layout excludes it); on a device whose row geometry is not a power
+of two some modes then have no valid tile, and validation says so.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
+from functools import lru_cache
 from typing import Any
 
 from search_spaces.constraints import Rule
@@ -25,11 +32,15 @@ from search_spaces.workload import Workload
 from sim.errors import AutoschedError, check
 from sim.hardware import Hardware
 from sim.kernels import GEMV_RULES, GemvOpts, GemvShape, baseline_reason, plan_gemv
+from sim.kernels.gemv_bound import gemv_terms
+from sim.kernels.gemv_layout import LAYOUT_FIELDS, parse_layout
 
-__all__ = ["GEMV_VERSION", "gemv_default", "gemv_library", "gemv_modes", "gemv_space",
-           "point_opts"]
+__all__ = ["GEMV_VERSION", "default_layout", "gemv_default", "gemv_library", "gemv_modes",
+           "gemv_space", "point_opts", "resident_layout"]
 
-GEMV_VERSION = 1
+# 2: host placement reads the resident PIM layout; the ``layout`` attribute pins it;
+#    gb_tile also holds the library kernel's tile
+GEMV_VERSION = 2
 _PIM = Cond("placement", "pim")
 _BOOL = Categorical((False, True))
 
@@ -63,7 +74,32 @@ def _opts_view(values: dict[str, Any]) -> dict[str, Any]:
     return v
 
 
-def _rules(hw: Hardware, m: int, n: int, k: int, names: set[str]) -> list[Rule]:
+@lru_cache(maxsize=1024)
+def default_layout(hw: Hardware, n: int, k: int) -> GemvOpts | None:
+    """The layout batch-1 decode uses by default for ``W[n, k]`` (the first of the
+    competent options, see :func:`gemv_default`), resolved; None when no layout fits."""
+    for o in (*_competent(hw, n, k, 1, 1), GemvOpts()):
+        if not o.validate(hw, n, k, 1):
+            return o.resolve(hw, n, k, 1)
+    return None
+
+
+def resident_layout(workload: Workload, hw: Hardware) -> GemvOpts | None:
+    """Where the weights of ``workload`` live: its ``layout`` attribute, else the default
+    layout at one row (None: plain memory)."""
+    _, n, k = _dims(workload)
+    key = workload.attr("layout")
+    if key is None:
+        return default_layout(hw, n, k)
+    fixed = parse_layout(str(key))
+    o = GemvOpts(**fixed)
+    why = o.validate(hw, n, k, 1)
+    check(not why, f"{workload.key}: layout {key} does not fit: {'; '.join(why)}")
+    return o.resolve(hw, n, k, 1)
+
+
+def _rules(hw: Hardware, m: int, n: int, k: int, names: set[str],
+           resident: GemvOpts | None) -> list[Rule]:
     """The kernel's rules over the space's parameters ``names``."""
     shape, out = GemvShape(hw, n, k, m), []
     for r in GEMV_RULES:
@@ -74,8 +110,9 @@ def _rules(hw: Hardware, m: int, n: int, k: int, names: set[str]) -> list[Rule]:
             return _r.check(shape, {**_fixed, **_opts_view(values)})
 
         out.append(Rule(r.name, reads, check, ("gemv", hw.fingerprint, m, n, k, r.name), _PIM))
-    out.append(Rule("host_rows", (), lambda _v: baseline_reason(hw, n, k),
-                    ("gemv_baseline", hw.fingerprint, n, k), Cond("placement", "host")))
+    if resident is None:
+        out.append(Rule("host_rows", (), lambda _v: baseline_reason(hw, n, k),
+                        ("gemv_baseline", hw.fingerprint, n, k), Cond("placement", "host")))
     return out
 
 
@@ -91,20 +128,27 @@ def gemv_space(workload: Workload, hw: Hardware) -> Space:
     shipped = _shipped(hw, m, n, k)
     if shipped is not None and not tiles.contains(shipped.gb_tile):
         tiles = PowersOfTwoAnd(lo, max(lo, hw.gb_elems), (shipped.gb_tile,))
-    params = [
-        Param("placement", Categorical(("pim", "host"))),
-        Param("mode", Categorical(modes), _PIM),
-        Param("channels", Divisors(c), _PIM),
-        Param("k_split", Divisors(c), _PIM),
-        Param("gb_tile", tiles, _PIM),
-        Param("registers", IntRange(1, p.registers), _PIM),
-        Param("batch_rows", IntRange(1, min(m, p.registers)), _PIM),
-        Param("tile_outer", _BOOL, _PIM),
-        Param("double_buffer", _BOOL, _PIM),
-    ]
+    domains = {
+        "mode": Categorical(modes),
+        "channels": Divisors(c),
+        "k_split": Divisors(c),
+        "gb_tile": tiles,
+        "registers": IntRange(1, p.registers),
+        "double_buffer": _BOOL,
+        "interleave": _BOOL,
+    }
+    if workload.attr("layout") is not None:
+        resident = resident_layout(workload, hw)
+        domains.update({f: Categorical((getattr(resident, f),)) for f in LAYOUT_FIELDS})
+    params = [Param("placement", Categorical(("pim", "host")))]
+    params += [Param(f, domains[f], _PIM) for f in ("mode", "channels", "k_split", "gb_tile",
+                                                    "registers")]
+    params += [Param("batch_rows", IntRange(1, min(m, p.registers)), _PIM),
+               Param("tile_outer", _BOOL, _PIM), Param("double_buffer",
+                                                       domains["double_buffer"], _PIM)]
     if p.banks_per_unit == 2:
-        params.append(Param("interleave", _BOOL, _PIM))
-    cons = _rules(hw, m, n, k, {p.name for p in params})
+        params.append(Param("interleave", domains["interleave"], _PIM))
+    cons = _rules(hw, m, n, k, {p.name for p in params}, resident_layout(workload, hw))
     return Space(workload.op, GEMV_VERSION, tuple(params), tuple(cons))
 
 
@@ -162,26 +206,38 @@ def _competent(hw: Hardware, n: int, k: int, m: int, br: int) -> list[GemvOpts]:
     return [o for _, o in sorted(ranked, key=lambda r: r[0])]
 
 
-def gemv_default(workload: Workload, hw: Hardware) -> dict:
+def gemv_default(workload: Workload, hw: Hardware, placement: str | None = None) -> dict:
     """What a competent engineer writes by hand; host when nothing fits on PIM.
 
     gemv: the library kernel with the reduction split over channels just enough to fill
     every unit's lanes and, on bank-pair devices, bank interleaving (see ``_competent``);
     the plain library options when no such choice is valid. gemm: the same with
-    ``batch_rows`` as large as valid (weight reuse across the batch). Raises
-    AutoschedError when neither placement fits the device.
+    ``batch_rows`` as large as valid (weight reuse across the batch), on the faster side:
+    the host when its best case (``sim.kernels.gemv_bound.gemv_terms``) beats PIM's. With a
+    ``layout`` attribute the PIM options keep that layout. ``placement`` forces a side.
+    Raises AutoschedError when neither placement (or the forced one) fits the device.
     """
     m, n, k = _dims(workload)
     space = gemv_space(workload, hw)
+    host_ok = not space.validate({"placement": "host"})
+    if host_ok and (placement == "host" or (placement is None and workload.op == "gemm" and (
+            (t := gemv_terms(hw, m, n, k))["host"] < t["pim"]))):
+        return {"placement": "host"}
+    pinned = workload.attr("layout") is not None
     tries = [1] if workload.op == "gemv" else range(min(m, hw.pim.registers), 0, -1)
-    for br in tries:
-        for o in (*_competent(hw, n, k, m, br), GemvOpts(batch_rows=br)):
+    for br in tries if placement != "host" else ():
+        cands = ((replace(resident_layout(workload, hw), batch_rows=br),) if pinned
+                 else (*_competent(hw, n, k, m, br), GemvOpts(batch_rows=br)))
+        for o in cands:
             if o.validate(hw, n, k, m):
                 continue
             pt = _opts_point(o.resolve(hw, n, k, m), hw)
             if not space.validate(pt):
                 return pt
-    if not space.validate({"placement": "host"}):
+    if host_ok and placement is None:
         return {"placement": "host"}
+    if placement is not None:
+        raise AutoschedError(f"{workload.key} does not fit {hw.name} with placement "
+                             f"{placement}")
     raise AutoschedError(f"{workload.key} fits {hw.name} neither on PIM nor in plain memory: "
                          f"{'; '.join(space.validate({'placement': 'host'}))}")

@@ -9,7 +9,9 @@ only on the plan, never on the loop order.
 
 from __future__ import annotations
 
-from functools import partial
+import json
+from dataclasses import asdict
+from functools import lru_cache, partial
 
 import numpy as np
 
@@ -19,7 +21,7 @@ from ..program import Buffer, Node, Program, Stream
 from .base import Kernel, affine_sum, loop, pad_to
 from .gemv_layout import GemvOpts, GemvPlan, plan_gemv
 
-__all__ = ["gemv", "place_gemv"]
+__all__ = ["gemv", "place_gemv", "plan_from_json", "plan_json", "unpack_layout"]
 
 
 def _index_maps(pl: GemvPlan) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -65,6 +67,42 @@ def place_gemv(pl: GemvPlan, mem, tensors: dict[str, np.ndarray]) -> None:
             data[flat] = wp[o_loc + co * pl.U * pl.R * pl.opr, k_loc + kk * pl.Kc]
             ch = np.full(banks.size, kk * pl.Co + co)
             mem.write_rows(ch, banks, rows, data.reshape(-1, row_elems))
+
+
+def plan_json(pl: GemvPlan) -> str:
+    """The plan as a JSON string (a host op attribute)."""
+    return json.dumps(asdict(pl), sort_keys=True, separators=(",", ":"))
+
+
+def plan_from_json(text: str) -> GemvPlan:
+    d = json.loads(text)
+    return GemvPlan(**{**d, "opts": GemvOpts(**d["opts"])})
+
+
+@lru_cache(maxsize=64)
+def _unpack_index(text: str) -> tuple[np.ndarray, np.ndarray]:
+    """Flat positions into the per-channel data, and into ``W [npad, ktot]``, of every
+    element the layout of plan ``text`` holds."""
+    pl = plan_from_json(text)
+    flat, o_loc, k_loc = _index_maps(pl)
+    per_ch = pl.U * (2 if pl.opts.interleave else 1) * pl.rows_per_bank * pl.spr * \
+        pl.segcols * pl.lanes
+    src, dst = [], []
+    for kk in range(pl.ks):
+        for co in range(pl.Co):
+            src.append(flat + (kk * pl.Co + co) * per_ch)
+            dst.append((o_loc + co * pl.U * pl.R * pl.opr) * pl.ktot + k_loc + kk * pl.Kc)
+    return np.concatenate(src), np.concatenate(dst)
+
+
+def unpack_layout(text: str, data: np.ndarray) -> np.ndarray:
+    """``W [npad, ktot]`` from the rows of every bank the layout of plan ``text`` uses,
+    ``data [C, slots, rows, row elements]`` (the inverse of :func:`place_gemv`)."""
+    pl = plan_from_json(text)
+    src, dst = _unpack_index(text)
+    w = np.zeros(pl.npad * pl.ktot, np.float32)
+    w[dst] = np.asarray(data, np.float32).reshape(-1)[src]
+    return w.reshape(pl.npad, pl.ktot)
 
 
 def _wrgb(pl: GemvPlan, kk: int, t: Affine, half: int) -> list[Node]:

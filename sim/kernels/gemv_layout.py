@@ -19,8 +19,14 @@ from ..hardware import Hardware
 from .base import ceil_div, round_up
 from .gemv_rules import GEMV_RULES, LOOP_ORDERS, GemvShape, gemv_reasons, k_per_row
 
-__all__ = ["GemvOpts", "GemvPlan", "LOOP_ORDERS", "plan_gemv"]
+__all__ = ["LAYOUT_FIELDS", "GemvOpts", "GemvPlan", "LOOP_ORDERS", "layout_key", "parse_layout",
+           "plan_gemv"]
 
+# The options that decide where each weight lives in the banks (``place_gemv``): two
+# schedules with equal values read the same resident weights. ``batch_rows`` and the
+# loop order only change how the rows are walked.
+LAYOUT_FIELDS = ("mode", "channels", "k_split", "gb_tile", "registers", "interleave",
+                 "double_buffer")
 
 
 @dataclass(frozen=True)
@@ -78,6 +84,28 @@ class GemvOpts:
         except AutoschedError as e:
             return str(e).split("; ")
         return []
+
+
+def layout_key(opts: GemvOpts) -> str:
+    """Resolved ``opts``' layout as a short stable string, e.g. ``bcast.c64.k2.t256.r1.i1.d0``."""
+    o = opts
+    return (f"{o.mode}.c{o.channels}.k{o.k_split}.t{o.gb_tile}.r{o.registers}"
+            f".i{int(o.interleave)}.d{int(o.double_buffer)}")
+
+
+def parse_layout(key: str) -> dict:
+    """The :data:`LAYOUT_FIELDS` values of a :func:`layout_key` string."""
+    try:
+        mode, c, k, t, r, i, d = key.split(".")
+        assert c[0] == "c" and k[0] == "k" and t[0] == "t" and r[0] == "r"
+        assert i[0] == "i" and d[0] == "d"
+        return {"mode": mode, "channels": int(c[1:]), "k_split": int(k[1:]),
+                "gb_tile": int(t[1:]), "registers": int(r[1:]), "interleave": i[1:] == "1",
+                "double_buffer": d[1:] == "1"}
+    except (ValueError, AssertionError, IndexError):
+        raise AutoschedError(f"GEMV layout {key!r} is malformed: want "
+                             "mode.c<channels>.k<k_split>.t<gb_tile>.r<registers>.i<0|1>.d<0|1>"
+                             ) from None
 
 
 def _default_tile(o: GemvOpts, hw: Hardware, kslice: int) -> int:

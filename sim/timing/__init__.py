@@ -6,7 +6,7 @@ scaled by its channel count; loops are extrapolated once their timing is periodi
 ``docs/simulator.md`` states what is modelled.
 """
 
-from .engine import simulate
-from .result import SimResult
+from .engine import simulate, simulate_system
+from .result import SimResult, SystemResult
 
-__all__ = ["SimResult", "simulate"]
+__all__ = ["SimResult", "SystemResult", "simulate", "simulate_system"]

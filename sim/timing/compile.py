@@ -12,7 +12,7 @@ them once.
 
 from __future__ import annotations
 
-from ..hardware import Hardware
+from ..hardware import DTYPE_BYTES, Hardware
 from ..isa import (
     Act,
     Af,
@@ -24,6 +24,7 @@ from ..isa import (
     Pre,
     RdAcc,
     RdBank,
+    Send,
     Signal,
     Wait,
     WrAcc,
@@ -33,18 +34,24 @@ from ..program import Loop, Node, Program, Stream
 from . import sync
 from .channel import Channel
 from .host import HostEngine, host_op_args
+from .link import LinkEngine
 from .stats import Count
 
-__all__ = ["Compiled", "compile_stream"]
+__all__ = ["Compiled", "Placement", "compile_stream"]
 
 Compiled = tuple[tuple, ...]
+# (devices of the stream's group, devices of every group, devices in the system)
+Placement = tuple[tuple[int, ...], tuple[tuple[int, ...], ...], int]
+_ALONE: Placement = ((0,), ((0,),), 1)
 
 
 class _Ctx:
-    """What compiling one stream needs: hardware, program, loop ranges, tokens."""
+    """What compiling one stream needs: hardware, program, loop ranges, tokens, and
+    where the stream's group sits in the system."""
 
-    def __init__(self, hw: Hardware, prog: Program, stream: Stream) -> None:
-        self.hw, self.prog, self.stream = hw, prog, stream
+    def __init__(self, hw: Hardware, prog: Program, stream: Stream,
+                 place: Placement = _ALONE) -> None:
+        self.hw, self.prog, self.stream, self.place = hw, prog, stream, place
         self.ranges: dict[str, int] = {"ch": max(1, len(stream.channels))}
         self.signals: list[str] = []
         self.dtypes = {b.name: b.dtype for b in prog.buffers}
@@ -117,6 +124,11 @@ def _node(cx: _Ctx, n: Node) -> tuple[tuple, bool, bool]:
         return (sync.wait, tuple(n.tokens), True), True, False
     if cx.stream.engine == "host":
         return (HostEngine.host_op, host_op_args(n, cx.hw, cx.dtypes), False), False, False
+    if isinstance(n, Send):
+        own, groups, total = cx.place
+        targets = own if n.group < 0 else groups[n.group]
+        nbytes = n.src.size * DTYPE_BYTES[cx.dtypes[n.src.buf]]
+        return (LinkEngine.send, (nbytes, n.peer, own[0], targets, total), False), False, False
     fn, args = _pim(cx, n)
     gb = getattr(n, "gb", None)
     moves = gb is not None and any(v != "ch" for v, _ in gb.terms)
@@ -132,8 +144,9 @@ def _body(cx: _Ctx, nodes: tuple[Node, ...]) -> tuple[Compiled, bool, bool]:
     return tuple(out), has_sync, gb_dep
 
 
-def compile_stream(hw: Hardware, prog: Program, stream: Stream) -> tuple[Compiled, list[str]]:
+def compile_stream(hw: Hardware, prog: Program, stream: Stream,
+                   place: Placement = _ALONE) -> tuple[Compiled, list[str]]:
     """The stream's nodes and the token of each Signal node, by its ordinal."""
-    cx = _Ctx(hw, prog, stream)
+    cx = _Ctx(hw, prog, stream, place)
     body, _, _ = _body(cx, stream.body)
     return body, cx.signals

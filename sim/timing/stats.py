@@ -31,6 +31,9 @@ class Count:
     HOST_FLOPS = 23  # host floating-point operations (float)
     HOST_BYTES = 24  # host bytes moved (float)
     HOST_BUSY = 25  # host busy time, ns (float)
+    SENDS = 26  # link transfers (local copies excluded)
+    LINK_BYTES = 27  # bytes sent over the link
+    LINK_BUSY = 28  # link port occupancy, ns (float)
 
 
-N_COUNTERS = 26
+N_COUNTERS = 29

@@ -24,7 +24,8 @@ def test_two_gemvs_chain_through_a_global_buffer(hw_name: str) -> None:
     k1 = gemv(hw, 48, 40)
     k2 = gemv(hw, 24, 48, opts=GemvOpts(k_split=2))  # two channel slices: refinement
     linked = link([Fragment("a", k1, (("x", "in"), ("y", "h"))),
-                   Fragment("b", k2, (("x", "h"), ("y", "out")))], hw)
+                   Fragment("b", k2, (("x", "h"), ("y", "out")))], hw,
+                  constants=frozenset({"in"}), outputs=frozenset({"out"}))
     validate(linked.program, hw)
     names = {s.name for s in linked.program.streams}
     assert {"pim0", "pim1", "host"} <= names  # the k-split cut the channels in two groups
@@ -38,13 +39,17 @@ def test_two_gemvs_chain_through_a_global_buffer(hw_name: str) -> None:
     res = simulate(linked.program, hw)
     alone = simulate(k1.program, hw).latency_ns + simulate(k2.program, hw).latency_ns
     assert res.latency_ns >= 0.9 * alone  # serialised by the host hand-offs
-    assert round_to(out["h"], "fp32").size >= 48
+    assert "h" not in out and round_to(out["arena.fp32"], "fp32").size >= 48  # h: in the arena
 
 
-def test_capacity_error_names_bytes() -> None:
+def test_capacity_is_a_budget_that_names_every_region() -> None:
     d = load_hardware("aim-gddr6").to_dict()
     hw = load_hardware({**d, "org": {**d["org"], "rows_per_bank": 96}})
     k = gemv(hw, 4096, 4096)  # 64 rows per bank each: two do not fit in 96
     frags = [Fragment(t, k, (("x", "in"), ("y", t))) for t in ("a", "b")]
-    with pytest.raises(SimError, match=r"need [\d,]+ bytes \(128 rows.* has [\d,]+ \(96 rows"):
-        link(frags, hw)
+    linked = link(frags, hw, constants=frozenset({"in"}))
+    b = linked.budget
+    assert b.weights == 128 * b.row_index and not b.fits
+    with pytest.raises(SimError, match=r"needs [\d.]+ GB \(weights [\d.]+, KV cache 0.00, .* "
+                                       r"the device has 0.10 GB"):
+        b.check("two GEMVs")

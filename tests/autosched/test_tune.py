@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import pytest
 
+import autosched.compiler.resident  # noqa: F401  (tune imports it under the fake compiler)
 import autosched.search.shared as shared  # the real job sharing, kept under the fake search
 from autosched import tune as tune_mod
 from autosched.codegen import Lowering
@@ -97,15 +98,25 @@ def fake_tune_tasks(tasks, hw, *, db, trials, workers, sampler, seed, cost_model
 
 
 def fake_simulate_model(model, hw, *, db=None, phase="decode", batch=1, context=None,
-                        fusion=None, baseline=True, graph=None):
+                        fusion=None, baseline=True, graph=None, placement=None, ops=True):
     graph = model_graph(model, phase=phase, batch=batch, context=context)[1]  # plans ignored
     lat = 0.0
     for n in graph:
         r = lookup(db, n.workload, hw)
         lat += fake_latency(n.workload, int(r.schedule.point["p"]))
     lat *= 0.5 if fusion and fusion.get("merge_qkv") else 1.0  # the fused plan is faster
+    lat *= PLAN_FACTOR.get(placement or "auto", 1.0)
     return types.SimpleNamespace(latency_ns=lat, bound_ns=lat / 4, baseline_ns=lat * 3,
-                                 tokens_per_s=batch * 1e9 / lat, energy_pj=2.0 * lat, ops=[])
+                                 tokens_per_s=batch * 1e9 / lat, energy_pj=2.0 * lat, ops=[],
+                                 placement=placement or "auto")
+
+
+PLAN_FACTOR = {"auto": 1.0, "pim": 1.5, "host": 2.0}
+
+
+def fake_choose_plan(model, hw, *, db=None, fusion=None, **step):
+    return {p: fake_simulate_model(model, hw, db=db, fusion=fusion, placement=p, **step)
+            for p in PLAN_FACTOR}
 
 
 def fake_plain_memory_ns(model, hw, *, phase="decode", batch=1, context=None):
@@ -123,6 +134,8 @@ def fakes(monkeypatch):
     compiler = types.ModuleType("autosched.compiler")
     compiler.simulate_model = fake_simulate_model
     compiler.plain_memory_ns = fake_plain_memory_ns
+    compiler.choose_plan = fake_choose_plan
+    compiler.PLANS = tuple(PLAN_FACTOR)
     compiler.plan_key = lambda model, phase, batch: f"{model}:{phase}:b{batch}"
     monkeypatch.setitem(sys.modules, "autosched.search", search)
     monkeypatch.setitem(sys.modules, "autosched.search.shared", shared)
@@ -185,6 +198,14 @@ def test_plan_with_best_tuned_latency_is_chosen_and_stored(fakes, tmp_path, monk
     assert rep.end_to_end.tuned_ns == pytest.approx(rep.end_to_end.default_ns / 2)
     assert [p for p, *_ in rep.plans] == plans
     assert saved and saved[0][0] == "tiny-test:decode:b1" and saved[0][2] == FULL_FUSION
+
+
+def test_fastest_placement_plan_is_reported(fakes, tmp_path, monkeypatch):
+    monkeypatch.setitem(PLAN_FACTOR, "host", 0.25)  # all on the host beats the tuned mix
+    rep = tune(TINY, db=tmp_path / "t.db", trials=0, cost_model="none")
+    assert rep.end_to_end.placement == "host"
+    assert rep.end_to_end.tuned_ns == pytest.approx(rep.end_to_end.default_ns / 4)
+    assert rep.to_dict()["end_to_end"]["placement"] == "host"
 
 
 def test_tasks_keep_each_workload_once_with_its_largest_count():

@@ -16,7 +16,7 @@ def base() -> dict:
 
 
 def test_presets_load_and_derive() -> None:
-    assert list_presets() == ["aim-gddr6", "hbm-pim"]
+    assert list_presets() == ["aim-gddr6", "aim-gddr6-x16", "hbm-pim", "hbm-pim-x16"]
     hbm = load_hardware("hbm-pim")
     # 64 pCH x 64-bit x 2 Gbps / 8 = 1024 GB/s; 512 units x 16 lanes x 2 x 0.3 GHz
     assert hbm.external_bandwidth_gbps == pytest.approx(1024.0)

@@ -8,7 +8,7 @@ from search_spaces import Workload
 from search_spaces.attention import shape_of
 from sim.hardware import DTYPE_BYTES, Hardware
 
-__all__ = ["attention_bound"]
+__all__ = ["attention_bound", "attention_bound_terms"]
 
 
 def attention_bound(workload: Workload, hw: Hardware) -> float:
@@ -20,6 +20,13 @@ def attention_bound(workload: Workload, hw: Hardware) -> float:
     the unpadded elements over the external bus of every channel. The softmax reads and
     writes ``b*q*h*live`` fp32 on the host after the scores and before p v.
     """
+    t = attention_bound_terms(workload, hw)
+    return 2 * min(t["pim"], t["bus"]) + t["softmax"]
+
+
+def attention_bound_terms(workload: Workload, hw: Hardware) -> dict[str, float]:
+    """Best-case ns of touching K (or V) whole in the banks (``pim``) or over the external
+    bus (``bus``), and of the host's softmax (``softmax``); see :func:`attention_bound`."""
     dm, sh = workload.dims, shape_of(workload, hw)
     live = min(dm["l"], sh.span)
     elems = dm["b"] * dm["kvh"] * live * dm["d"]
@@ -28,8 +35,7 @@ def attention_bound(workload: Workload, hw: Hardware) -> float:
     unit_ns = hw.column_elems / hw.pim.lanes * 1e3 / hw.pim.clock_mhz
     pim = max(math.ceil(columns / units) - 1, 0) * unit_ns
     bus = elems * hw.elem_bytes / hw.external_bandwidth_gbps
-    one = min(pim, bus)
     n = dm["b"] * dm["q"] * dm["h"] * live
     soft = hw.host.op_overhead_ns + max(5 * n / hw.host.peak_gflops,
                                         2 * n * DTYPE_BYTES["fp32"] / hw.host.bandwidth_gbps)
-    return 2 * one + soft
+    return {"pim": pim, "bus": bus, "softmax": soft}

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import math
-
 from search_spaces import Workload
-from sim.hardware import DTYPE_BYTES, Hardware
+from sim.hardware import Hardware
+from sim.kernels.gemv_bound import gemv_terms
 
 from .attrs import gemv_attrs
 
@@ -13,39 +12,11 @@ __all__ = ["gemv_bound", "gemv_bound_terms"]
 
 
 def gemv_bound_terms(workload: Workload, hw: Hardware) -> dict[str, float]:
-    """Best-case ns per resource and placement; the bound is the smaller placement total.
-
-    pim (all-unit MACs, as every point of the space issues): ``columns`` = MAC column
-    commands per channel (m x n x k / column elements over all units) x the shortest
-    spacing of two all-bank column commands; ``banks`` = one bank's activations (tRCD_MAC
-    each, tRP between) plus its MACs beyond the first of each row, at the average load,
-    which the busiest bank cannot beat; ``bus`` = input broadcast plus read-out bytes per
-    channel on average over the channel bus; plus one host op after the read-out (and one
-    before the start with an rmsnorm prologue). host: every weight byte over the external
-    bus, then the matmul (roofline + dispatch), then one more op for any epilogue.
-    """
+    """Best-case ns per resource and placement (``sim.kernels.gemv_bound.gemv_terms``,
+    with the workload's prologue and epilogue); the bound is the smaller placement."""
     pro, epi, bias = gemv_attrs(workload)
     d = workload.dims
-    m, n, k = d["m"], d["n"], d["k"]
-    org, t, tck, ov = hw.org, hw.timing, hw.org.tck_ns, hw.host.op_overhead_ns
-    eb, ab = hw.elem_bytes, DTYPE_BYTES[hw.pim.accum_dtype]
-    banks = org.channels * org.banks_per_channel
-    per_ch = m * n * k / hw.column_elems / (org.channels * hw.units_per_channel)
-    rows = n * k * eb / org.row_bytes / banks
-    cols = m * n * k / hw.column_elems / banks
-    bank_col = hw.pim_column_ns if hw.pim.banks_per_unit == 1 else t.tccd_l * tck
-    pim = {
-        "pim_columns": max(math.ceil(per_ch) - 1, 0) * hw.pim_column_ns,
-        "pim_banks": (rows * t.trcd_mac + (rows - 1) * t.trp) * tck + (cols - rows) * bank_col,
-        "pim_bus": m * (k * eb + n * ab) / org.channels / hw.channel_bus_gbps,
-    }
-    pim_total = max(pim.values()) + ov * (1 + pro)
-    mm = max(2 * m * n * k / hw.host.peak_gflops,
-             ((m * k + n * k) * eb + m * n * 4) / hw.host.bandwidth_gbps)
-    host = {"host_weights": n * k * eb / hw.external_bandwidth_gbps, "host_matmul": mm + ov}
-    host_total = sum(host.values()) + ov * bool(bias or epi)
-    return {**pim, "pim": pim_total, **host, "host": host_total,
-            "bound": min(pim_total, host_total)}
+    return gemv_terms(hw, d["m"], d["n"], d["k"], prologue=pro, epilogue=bool(bias or epi))
 
 
 def gemv_bound(workload: Workload, hw: Hardware) -> float:

@@ -1,7 +1,9 @@
 """Lowering of the gemv and gemm families: the library GEMV plus host prologue/epilogue.
 
 Core: ``placement=pim`` is ``sim.kernels.gemv`` with the point's options (padding kept,
-``strip=False``); ``placement=host`` is ``sim.kernels.gemv_baseline``. Around it, host ops
+``strip=False``); ``placement=host`` is ``sim.kernels.gemv_host`` over the resident layout
+(``search_spaces.gemv.resident_layout``: the weights are stored once, where the PIM path
+keeps them), or ``sim.kernels.gemv_baseline`` when no PIM layout fits. Around it, host ops
 from the workload's attrs (names as the whole-model compiler binds them):
 
 * ``prologue="rmsnorm"`` (attr ``eps``, constant ``norm_w`` [k]): ``x`` is normalised on
@@ -19,12 +21,12 @@ from dataclasses import replace
 from autosched.codegen.lowering import Lowering
 from autosched.codegen.rewrite import Rewrite, rewrite_body
 from search_spaces import Space, Workload
-from search_spaces.gemv import gemv_default, gemv_library, gemv_space, point_opts
+from search_spaces.gemv import gemv_default, gemv_library, gemv_space, point_opts, resident_layout
 from sim.errors import AutoschedError
 from sim.hardware import Hardware
 from sim.isa import BufRef, HostOp, Signal, Wait, aff
 from sim.kernels import Kernel, gemv, gemv_baseline
-from sim.kernels.base import loop
+from sim.kernels.gemv_host import gemv_host
 from sim.program import Buffer, Node, Program, Stream
 
 from .attrs import gemv_attrs
@@ -33,50 +35,64 @@ from .bound import gemv_bound
 __all__ = ["GemvLowering"]
 
 
-def _prologue(m: int, k: int, kp: int, eps: float) -> list[Node]:
-    """rmsnorm of ``x`` [m, k] into ``xn`` whose rows are ``kp`` apart."""
+def _prologue(m: int, k: int, kp: int, eps: float) -> tuple[list[Node], list[Buffer]]:
+    """rmsnorm of ``x`` [m, k] into ``xn`` whose rows are ``kp`` apart (several rows:
+    normalised whole, then placed by one strided copy)."""
     attrs = (("eps", float(eps)),)
-    if kp == k:
+    if kp == k or m == 1:
         return [HostOp("rmsnorm", (BufRef("xn", aff(0), (m, k)),),
-                       (BufRef("x", aff(0), (m, k)), BufRef("norm_w", aff(0), (k,))), attrs)]
-    return loop("b", m, (HostOp("rmsnorm", (BufRef("xn", aff(0, b=kp), (1, k)),),
-                                (BufRef("x", aff(0, b=k), (1, k)),
-                                 BufRef("norm_w", aff(0), (k,))), attrs),))
+                       (BufRef("x", aff(0), (m, k)), BufRef("norm_w", aff(0), (k,))), attrs)], []
+    norm = HostOp("rmsnorm", (BufRef("xr", aff(0), (m, k)),),
+                  (BufRef("x", aff(0), (m, k)), BufRef("norm_w", aff(0), (k,))), attrs)
+    return [norm, _cols("xr", k, 0, k, "xn", kp, 0, m)], [Buffer("xr", "fp32", m * k)]
+
+
+def _cols(src: str, src_w: int, lo: int, hi: int, dst: str, dst_w: int, col: int,
+          m: int) -> HostOp:
+    """Columns ``lo:hi`` of every row of ``src`` [m, src_w] into ``dst`` [m, dst_w] at
+    ``col``, the rest of ``dst`` cleared: one strided copy."""
+    out = BufRef(dst, aff(0), (m, dst_w))
+    return HostOp("copy_cols", (out,), (BufRef(src, aff(0), (m, src_w)), out),
+                  (("lo", lo), ("hi", hi), ("col", col), ("clear", 1)))
 
 
 def _epilogue(m: int, n: int, src: str, stride: int, epi: str, bias: bool
               ) -> tuple[list[Node], list[Buffer]]:
     """Host ops turning ``src`` (rows ``stride`` apart, first ``n`` valid) into ``y``.
 
-    A stage runs once on whole tensors when its operands are contiguous ``[m, n]``, else
-    once per row (stripping padding, or the per-row halves of silu_mul).
+    Every stage runs once on whole tensors: with several rows, padding is stripped and
+    silu_mul's halves are separated by strided copies (``copy_cols``) first.
     """
     stages = ([("add", "b")] if bias else []) + ([("add", "r")] if epi == "add" else [])
     stages += [("silu_mul", "")] if epi == "silu_mul" else []
     stages = stages or [("copy", "")]
     nodes: list[Node] = []
     bufs: list[Buffer] = []
-    cur, cur_stride = src, stride
+    cur = src
+    if m > 1 and stride != n:
+        nodes.append(_cols(src, stride, 0, n, "ts", n, 0, m))
+        bufs.append(Buffer("ts", "fp32", m * n))
+        cur = "ts"
     for i, (kind, other) in enumerate(stages):
         dst = "y" if i == len(stages) - 1 else f"t{i}"
         width = n // 2 if kind == "silu_mul" else n
-        per_row = m > 1 and (kind == "silu_mul" or cur_stride != n)
-
-        def win(buf: str, st: int, w: int, off: int = 0, _row: bool = per_row) -> BufRef:
-            return (BufRef(buf, aff(off, b=st), (1, w)) if _row
-                    else BufRef(buf, aff(off), (m, w)))
-
         if kind == "silu_mul":
-            ins = (win(cur, cur_stride, width), win(cur, cur_stride, width, width))
+            if m > 1:
+                nodes += [_cols(cur, n, 0, width, "ga", width, 0, m),
+                          _cols(cur, n, width, n, "gb", width, 0, m)]
+                bufs += [Buffer("ga", "fp32", m * width), Buffer("gb", "fp32", m * width)]
+                ins = (BufRef("ga", aff(0), (m, width)), BufRef("gb", aff(0), (m, width)))
+            else:
+                ins = (BufRef(cur, aff(0), (1, width)), BufRef(cur, aff(width), (1, width)))
         elif kind == "copy":
-            ins = (win(cur, cur_stride, n),)
+            ins = (BufRef(cur, aff(0), (m, n)),)
         elif other == "b":
-            ins = (win(cur, cur_stride, n), BufRef("b", aff(0), (n,)))
+            ins = (BufRef(cur, aff(0), (m, n)), BufRef("b", aff(0), (n,)))
         else:
-            ins = (win(cur, cur_stride, n), win("r", n, n))
-        nodes += loop("b", m if per_row else 1, (HostOp(kind, (win(dst, width, width),), ins),))
+            ins = (BufRef(cur, aff(0), (m, n)), BufRef("r", aff(0), (m, n)))
+        nodes.append(HostOp(kind, (BufRef(dst, aff(0), (m, width)),), ins))
         bufs.append(Buffer(dst, "fp32", m * width))
-        cur, cur_stride = dst, width
+        cur = dst
     return nodes, bufs
 
 
@@ -112,8 +128,9 @@ class GemvLowering(Lowering):
         if point["placement"] == "pim":
             core = gemv(hw, n, k, m, point_opts(point), strip=False)
         elif point["placement"] == "host":
-            core = gemv_baseline(hw, n, k, m)
-            core = _rename_out(core)
+            layout = resident_layout(workload, hw)
+            core = (gemv_host(hw, n, k, m, layout) if layout is not None
+                    else _rename_out(gemv_baseline(hw, n, k, m)))
         else:
             raise AutoschedError(f"placement {point['placement']!r} unknown: use pim or host")
         return _wrap(core, m, n, k, pro, epi, bias, float(workload.attr("eps", 1e-5)))
@@ -138,7 +155,8 @@ def _wrap(core: Kernel, m: int, n: int, k: int, pro: bool, epi: str, bias: bool,
     if pro:
         bufs += [replace(xbuf, name="xn"), Buffer("x", "fp32", m * k),
                  Buffer("norm_w", "fp32", k)]
-        head = _prologue(m, k, kp, eps)
+        head, extra = _prologue(m, k, kp, eps)
+        bufs += extra
     else:
         bufs.append(xbuf)
     pim = [s for s in prog.streams if s.engine == "pim"]

@@ -46,11 +46,12 @@ def _place_nothing(mem: object, tensors: dict[str, np.ndarray]) -> None:
 
 
 def _host_kernel(name: str, kind: str, ins: list[tuple[str, Shape, Shape]], out: Shape,
-                 attrs: tuple = ()) -> Kernel:
-    """One host op ``y = kind(ins)``; each input is (buffer, logical shape, shape the op sees)."""
+                 attrs: tuple = (), dtypes: dict[str, str] | None = None) -> Kernel:
+    """One host op ``y = kind(ins)``; each input is (buffer, logical shape, shape the op sees);
+    ``dtypes``: inputs not held in fp32."""
     refs = tuple(BufRef(b, aff(0), seen) for b, _, seen in ins)
     op = HostOp(kind, (BufRef("y", aff(0), out),), refs, attrs)
-    bufs = [Buffer(b, "fp32", int(np.prod(s))) for b, s, _ in ins]
+    bufs = [Buffer(b, (dtypes or {}).get(b, "fp32"), int(np.prod(s))) for b, s, _ in ins]
     bufs.append(Buffer("y", "fp32", int(np.prod(out))))
     prog = Program((Stream("host", "host", (), (op,)),), tuple(bufs), name=name)
     shapes = tuple(s for _, s, _ in ins)
@@ -63,7 +64,7 @@ def _shapes(spec: object) -> list[Shape]:
     return [tuple(int(v) for v in s.split("x")) for s in str(spec).split(",") if s]
 
 
-def _host(wl: Workload) -> Kernel:
+def _host(wl: Workload, hw: Hardware) -> Kernel:
     d, name = wl.dims, f"{wl.op}_host"
     if wl.op == "rmsnorm":
         m, n = d["m"], d["n"]
@@ -86,10 +87,10 @@ def _host(wl: Workload) -> Kernel:
         attrs = (("fn", str(wl.attr("fn"))), ("flops", float(wl.attr("flops", 0))))
         return _host_kernel(name, "extern", [(b, s, s) for b, s in ins], (d["m"], d["n"]),
                             attrs)
-    if wl.op == "embedding":
+    if wl.op == "embedding":  # the table is a weight: held in the device's type
         m, n, v = d["m"], d["n"], d["v"]
         return _host_kernel(name, "embedding", [("ids", (m,), (m,)), ("table", (v, n), (v, n))],
-                            (m, n))
+                            (m, n), dtypes={"table": hw.pim.dtype})
     m, n = d["m"], d["n"]  # argmax
     return _host_kernel(name, "argmax", [("x", (m, n), (m, n))], (m,))
 
@@ -145,7 +146,7 @@ class PointwiseLowering(Lowering):
     def lower(self, workload: Workload, point: dict, hw: Hardware) -> Kernel:
         if point["placement"] == "pim":
             return _pim(workload, hw)
-        return _host(workload)
+        return _host(workload, hw)
 
     def bound(self, workload: Workload, hw: Hardware) -> float:
         return pointwise_bound(workload, hw, self)

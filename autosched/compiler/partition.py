@@ -1,0 +1,126 @@
+"""Partitioning a model over the devices of a system: tensor- and pipeline-parallel.
+
+A :class:`Partition` is ``tp`` devices per stage (tensor-parallel: each holds a slice of
+every layer's heads and FFN columns, and of the LM head's vocabulary) and ``pp`` stages
+(pipeline-parallel: consecutive layers, as even as possible). Stage ``s`` runs on devices
+``s*tp .. s*tp+tp-1``. :func:`shard_graph` rewrites a model step's graph into what one
+tensor-parallel device computes; the compiler adds an all-reduce after each attention
+output projection and FFN down projection, an all-gather of the logits, and a send of
+the residual stream between stages. :func:`candidates` lists the partitions a model
+admits on a system; the choice among them is the compiler's search (``system``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from autosched.frontend import ModelConfig, OpGraph
+from search_spaces import Workload
+from sim.errors import AutoschedError
+from sim.hardware import System
+
+__all__ = ["Partition", "candidates", "shard_graph", "stage_of"]
+
+# role -> the dims a tensor-parallel device holds 1/tp of
+_SPLIT: dict[str, tuple[str, ...]] = {
+    "q_proj": ("n",), "k_proj": ("n",), "v_proj": ("n",), "qkv_proj": ("n",),
+    "o_proj": ("k",), "ffn_gate": ("n",), "ffn_up": ("n",), "gate_up": ("n",),
+    "ffn_down": ("k",), "ffn_silu": ("n",), "ffn_mul": ("n",), "lm_head": ("n",),
+    "rope": ("h",), "attn": ("h", "kvh"),
+}
+REDUCED = ("o_proj", "ffn_down")  # partial sums: all-reduced over the stage's devices
+
+
+@dataclass(frozen=True)
+class Partition:
+    """``tp`` devices per stage, ``stages[s]`` = (first layer, end layer) of stage s."""
+
+    tp: int
+    stages: tuple[tuple[int, int], ...]
+
+    @property
+    def pp(self) -> int:
+        return len(self.stages)
+
+    @property
+    def devices(self) -> int:
+        return self.tp * self.pp
+
+    @classmethod
+    def even(cls, tp: int, pp: int, layers: int) -> Partition:
+        """``pp`` stages of consecutive layers differing by at most one layer."""
+        cuts = [round(i * layers / pp) for i in range(pp + 1)]
+        return cls(tp, tuple(zip(cuts[:-1], cuts[1:], strict=True)))
+
+    def devices_of(self, stage: int) -> tuple[int, ...]:
+        return tuple(range(stage * self.tp, (stage + 1) * self.tp))
+
+    def describe(self) -> str:
+        return f"tp={self.tp} pp={self.pp} ({self.devices} devices)"
+
+    def to_dict(self) -> dict:
+        return {"tp": self.tp, "pp": self.pp, "stages": [list(s) for s in self.stages]}
+
+
+def tp_reasons(cfg: ModelConfig, tp: int) -> list[str]:
+    """Why ``cfg`` cannot be split over ``tp`` devices (empty: it can)."""
+    why = []
+    for what, v in (("heads", cfg.heads), ("kv_heads", cfg.kv_heads),
+                    ("intermediate", cfg.intermediate), ("vocab", cfg.vocab)):
+        if v % tp:
+            why.append(f"{what}={v} is not a multiple of tp={tp}")
+    return why
+
+
+def candidates(cfg: ModelConfig, system: System) -> list[Partition]:
+    """Every (tp, pp) with tp * pp <= devices that splits ``cfg`` evenly, pp <= layers."""
+    out = []
+    for tp in range(1, system.devices + 1):
+        if tp_reasons(cfg, tp):
+            continue
+        for pp in range(1, system.devices // tp + 1):
+            if pp <= cfg.layers:
+                out.append(Partition.even(tp, pp, cfg.layers))
+    return out
+
+
+def _scaled(w: Workload, dims: tuple[str, ...], tp: int, name: str) -> Workload:
+    d = dict(w.dims)
+    for k in dims:
+        if d[k] % tp:
+            raise AutoschedError(f"{name}: {k}={d[k]} of {w.key} does not split over tp={tp}")
+        d[k] //= tp
+    return Workload.make(w.op, w.dtype, dict(w.attrs), **d)
+
+
+def shard_graph(graph: OpGraph, tp: int) -> OpGraph:
+    """What each of ``tp`` tensor-parallel devices computes (all layers; the stage slices
+    them). Residual additions must not be fused into the reduced projections."""
+    if tp == 1:
+        return graph
+    nodes = []
+    for n in graph.nodes:
+        w = n.workload
+        if n.role in REDUCED and w.attr("epilogue") == "add":
+            raise AutoschedError(f"{n.name}: a residual fused into {n.role} would be added on "
+                                 "every tensor-parallel device; compile without "
+                                 "residual_epilogue")
+        if n.role in _SPLIT:
+            w = _scaled(w, _SPLIT[n.role], tp, n.name)
+        nodes.append(dataclasses.replace(n, workload=w))
+    return dataclasses.replace(graph, nodes=tuple(nodes))
+
+
+def stage_of(graph: OpGraph, part: Partition) -> dict[str, int]:
+    """The stage of every node: a layer's stage; before the layers stage 0, after them
+    the last stage."""
+    out: dict[str, int] = {}
+    seen_layer = False
+    for n in graph:
+        if n.layer is None:
+            out[n.name] = part.pp - 1 if seen_layer else 0
+            continue
+        seen_layer = True
+        out[n.name] = next(s for s, (a, b) in enumerate(part.stages) if a <= n.layer < b)
+    return out

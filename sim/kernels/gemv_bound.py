@@ -1,0 +1,46 @@
+"""Best-case time of a GEMV per resource and placement: the GEMV family's bound, and the
+figures its default compares to pick the faster side."""
+
+from __future__ import annotations
+
+import math
+
+from ..hardware import DTYPE_BYTES, Hardware
+
+__all__ = ["gemv_terms"]
+
+
+def gemv_terms(hw: Hardware, m: int, n: int, k: int, *, prologue: bool = False,
+               epilogue: bool = False) -> dict[str, float]:
+    """Best-case ns per resource and placement of ``y[m, n] = x[m, k] @ W[n, k]^T``; the
+    bound is the smaller placement total.
+
+    pim (all-unit MACs, as every point of the GEMV space issues): ``columns`` = MAC column
+    commands per channel (m x n x k / column elements over all units) x the shortest
+    spacing of two all-bank column commands; ``banks`` = one bank's activations (tRCD_MAC
+    each, tRP between) plus its MACs beyond the first of each row, at the average load,
+    which the busiest bank cannot beat; ``bus`` = input broadcast plus read-out bytes per
+    channel on average over the channel bus; plus one host op after the read-out (and one
+    before the start with an rmsnorm ``prologue``). host: every weight byte over the
+    external bus, then the matmul (roofline + dispatch), then one more op for any
+    ``epilogue`` (bias, residual add, gating).
+    """
+    org, t, tck, ov = hw.org, hw.timing, hw.org.tck_ns, hw.host.op_overhead_ns
+    eb, ab = hw.elem_bytes, DTYPE_BYTES[hw.pim.accum_dtype]
+    banks = org.channels * org.banks_per_channel
+    per_ch = m * n * k / hw.column_elems / (org.channels * hw.units_per_channel)
+    rows = n * k * eb / org.row_bytes / banks
+    cols = m * n * k / hw.column_elems / banks
+    bank_col = hw.pim_column_ns if hw.pim.banks_per_unit == 1 else t.tccd_l * tck
+    pim = {
+        "pim_columns": max(math.ceil(per_ch) - 1, 0) * hw.pim_column_ns,
+        "pim_banks": (rows * t.trcd_mac + (rows - 1) * t.trp) * tck + (cols - rows) * bank_col,
+        "pim_bus": m * (k * eb + n * ab) / org.channels / hw.channel_bus_gbps,
+    }
+    pim_total = max(pim.values()) + ov * (1 + prologue)
+    mm = max(2 * m * n * k / hw.host.peak_gflops,
+             ((m * k + n * k) * eb + m * n * 4) / hw.host.bandwidth_gbps)
+    host = {"host_weights": n * k * eb / hw.external_bandwidth_gbps, "host_matmul": mm + ov}
+    host_total = sum(host.values()) + ov * epilogue
+    return {**pim, "pim": pim_total, **host, "host": host_total,
+            "bound": min(pim_total, host_total)}

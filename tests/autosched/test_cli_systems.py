@@ -1,0 +1,57 @@
+"""``compile``/``simulate``/``run`` on a system of several devices, and the memory budget
+every one of them prints."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+
+from autosched.cli import main
+
+
+@pytest.fixture(scope="module")
+def quad(tmp_path_factory) -> str:
+    p = tmp_path_factory.mktemp("sys") / "quad.yaml"
+    p.write_text(yaml.safe_dump({"name": "quad", "device": "hbm-pim", "devices": 4,
+                                 "link": {"bandwidth_gbps": 64.0, "latency_ns": 500.0,
+                                          "topology": "switch"}}))
+    return str(p)
+
+
+def test_simulate_prints_budget_and_largest_batch(capsys) -> None:
+    assert main(["simulate", "--model", "llama-tiny", "--context", "32"]) == 0
+    out = capsys.readouterr().out
+    for label in ("weights", "kv_cache", "activations", "free", "max_batch at context 32"):
+        assert label in out
+    line = next(x for x in out.splitlines() if x.startswith("max_batch"))
+    assert int(line.split()[-1].replace(",", "")) > 1
+
+
+@pytest.mark.parametrize("arg, match", [
+    ("2by2", "write devices per stage x stages"),
+    ("3x1", "tp=3"),
+    ("1x9", "pp=9 must be in [1, 4]"),
+    ("4x2", "needs 8 devices, quad has 4"),
+])
+def test_bad_partition_is_one_line_exit_2(quad, capsys, arg, match) -> None:
+    assert main(["simulate", "--model", "llama-tiny", "--hw", quad, "--partition", arg]) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and match in err
+
+
+def test_system_simulate_and_run_check(quad, tmp_path, capsys) -> None:
+    assert main(["simulate", "--model", "llama-tiny", "--hw", quad, "--context", "16",
+                 "--partition", "2x2", "--json"]) == 0
+    f = json.loads(capsys.readouterr().out)
+    assert f["partition"]["tp"] == 2 and f["partition"]["pp"] == 2
+    assert f["latency_ns"] >= f["bound_ns"] > 0
+    assert 0 < f["comm_share"] < 1 and f["link_bytes"] > 0
+    assert main(["compile", "--model", "llama-tiny", "--hw", quad, "--partition", "2x2",
+                 "-o", str(tmp_path / "p.json")]) == 0
+    out = capsys.readouterr().out
+    assert "[stage 1:" in out and "free" in out
+    assert main(["run", "--model", "llama-tiny", "--hw", quad, "--partition", "2x2",
+                 "--check", "--steps", "2", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["passed"]
