@@ -11,8 +11,10 @@ them node for node).
 from __future__ import annotations
 
 import dataclasses
+import os
 
 from autosched.frontend import ModelConfig, OpGraph, OpNode, get_model_config, model_graph
+from sim.errors import InternalError
 
 __all__ = ["stacked_graph"]
 
@@ -27,11 +29,35 @@ def _renamer(i: int):
     return rename
 
 
-def _moved(n: OpNode, i: int, layer: bool) -> OpNode:
+def _param_at(p1: str, p0: str, i: int) -> str:
+    """Layer ``i``'s name of parameter ``p1`` (layer 1's; ``p0`` is layer 0's): the one
+    place they differ (``1`` against ``0``) becomes ``i``; shared parameters stay."""
+    if p1 == p0:
+        return p1
+    a, b = p1.split("|"), p0.split("|")
+    if len(a) != len(b):
+        raise InternalError(f"layers 0 and 1 read different parameters: {p0!r}, {p1!r}")
+    out = []
+    for x, y in zip(a, b, strict=True):
+        head = len(os.path.commonprefix([x, y]))
+        tail = len(os.path.commonprefix([x[head:][::-1], y[head:][::-1]]))
+        if (x[head:len(x) - tail], y[head:len(y) - tail]) != ("1", "0"):
+            raise InternalError(f"layers 0 and 1 read {y!r} and {x!r}: not one layer index apart")
+        out.append(f"{x[:head]}{i}{x[len(x) - tail:]}")
+    return "|".join(out)
+
+
+def _moved(n: OpNode, i: int, layer: bool, twin: OpNode | None = None) -> OpNode:
+    """Node ``n`` of layer 1 (``layer``) or after the layers, moved to layer ``i``;
+    ``twin``: its layer-0 node, whose parameter names locate the layer index."""
     rename = _renamer(i)
+    params = n.params
+    if layer and twin is not None:
+        zero = dict(twin.params)
+        params = tuple((k, _param_at(v, zero.get(k, v), i)) for k, v in n.params)
     return dataclasses.replace(n, name=rename(n.name) if layer else n.name,
                                inputs=tuple(rename(x) for x in n.inputs),
-                               layer=i if layer else n.layer)
+                               layer=i if layer else n.layer, params=params)
 
 
 def stacked_graph(model: str | ModelConfig, *, phase: str = "decode", batch: int = 1,
@@ -48,8 +74,9 @@ def stacked_graph(model: str | ModelConfig, *, phase: str = "decode", batch: int
     l0 = [n for n in two.nodes if n.layer == 0]
     l1 = [n for n in two.nodes if n.layer == 1]
     nodes = [*pre, *l0]
+    twins = {n.name[3:]: n for n in l0}
     for i in range(1, cfg.layers):
-        nodes += [_moved(n, i, True) for n in l1]
+        nodes += [_moved(n, i, True, twins.get(n.name[3:])) for n in l1]
     nodes += [_moved(n, cfg.layers - 1, False) for n in post]
     return cfg, dataclasses.replace(two, nodes=tuple(nodes))
 
