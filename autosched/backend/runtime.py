@@ -188,7 +188,7 @@ class CompiledStep:
                                                 float("nan"), why))
             return self.eager(*args)
         cm = compile_model(None, self.hw, db=self.db if self.schedules is None else None,
-                           graph=graph, schedules=self.schedules)
+                           graph=graph, schedules=self.schedules, keep_outputs=True)
         if self.schedules is None:
             self.schedules = {k: c.schedule for k, c in cm.choices.items()}
             self.report.lookups = cm.lookup_counts()

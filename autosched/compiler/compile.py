@@ -236,7 +236,8 @@ def compile_model(model: str | ModelConfig | None, hw: str | Hardware, *,
                   batch: int = 1, context: int | None = None, capacity: int | None = None,
                   fusion: dict | None = None,
                   schedules: dict[str, Schedule] | str | None = None,
-                  placement: str | None = None, graph: OpGraph | None = None) -> CompiledModel:
+                  placement: str | None = None, graph: OpGraph | None = None,
+                  keep_outputs: bool = False) -> CompiledModel:
     """Compile one step of ``model`` for ``hw`` into a single program.
 
     ``fusion``: a plan (``{}`` for none); None means the plan ``tune`` stored in ``db``
@@ -246,7 +247,8 @@ def compile_model(model: str | ModelConfig | None, hw: str | Hardware, *,
     shipped library kernels everywhere (see the module docstring). ``placement``:
     ``auto`` (every operator's looked-up schedule), ``pim`` or ``host`` (every operator on
     that side, see ``placement``); None means the plan ``choose_plan`` stored in ``db`` for
-    this step, or ``auto``.
+    this step, or ``auto``. ``keep_outputs``: every node's output stays readable after a
+    run (no arena sharing for them), as a caller reading intermediate values needs.
     """
     hw = load_hardware(hw)
     database = open_database(db) if db is not None else None
@@ -267,13 +269,17 @@ def compile_model(model: str | ModelConfig | None, hw: str | Hardware, *,
     b = _Builder(graph, hw, database, schedules, placement)
     for n in graph:
         b.add(n)
-    cm = link_step(cfg, graph, hw, b, graph.nodes, name=f"{name}_{graph.phase}")
+    def kept(b: _Builder) -> frozenset[str]:
+        return frozenset(b.home(n.name)[0] for n in graph) if keep_outputs else frozenset()
+
+    cm = link_step(cfg, graph, hw, b, graph.nodes, name=f"{name}_{graph.phase}", keep=kept(b))
     if not cm.budget.fits and (compact := _compact_kv(cm)):
         given = schedules if isinstance(schedules, dict) else {}
         b = _Builder(graph, hw, database, {**compact, **given}, placement)
         for n in graph:
             b.add(n)
-        cm = link_step(cfg, graph, hw, b, graph.nodes, name=f"{name}_{graph.phase}")
+        cm = link_step(cfg, graph, hw, b, graph.nodes, name=f"{name}_{graph.phase}",
+                       keep=kept(b))
     cm.budget.check(f"{name} {graph.phase} batch {graph.batch} context {graph.context} "
                     f"on {hw.name}")
     try:  # every kernel was validated by build(); what is left to break is the linking
