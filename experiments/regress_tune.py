@@ -66,6 +66,28 @@ def measure_named(db: Database, workloads: Iterable[Workload], hw: Hardware) -> 
     return len(todo)
 
 
+def carry_over(db: Database, export: TunedExport, workloads: Iterable[Workload],
+               hw: Hardware) -> int:
+    """Measure and store, under the current space version and simulator, each exported
+    schedule of ``workloads`` on ``hw`` that the database lacks and that is still valid in
+    its space (an export made before a space's version changed keeps its tuned points);
+    returns how many were measured."""
+    entries = export.hardware.get(hw.name, ("", {}))[1]
+    todo = []
+    for w in workloads:
+        e = entries.get(w.key)
+        if e is None:
+            continue
+        space = lowering_for(w).space(w, hw)
+        if e.schedule.space != space.name or space.validate(e.schedule.point):
+            continue
+        s = Schedule.of(space, e.schedule.point)
+        if db.find(w, hw.fingerprint, s, SIM_VERSION) is None:
+            todo.append(MeasureInput(w, s, hw))
+    db.commit_many(measure_one(i) for i in todo)
+    return len(todo)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--suite", choices=(*SUITES, "all"), default="all")
@@ -97,9 +119,11 @@ def main() -> None:
             graph = model_graph(cfg, fusion=plan if isinstance(plan, dict) else {}, **step)[1]
             workloads.update({n.workload.key: n.workload for n in graph})
             if args.named_only:
-                n = measure_named(db, {n.workload for n in graph}, hw)
+                ws = {n.workload for n in graph}
+                n, kept = measure_named(db, ws, hw), carry_over(db, export, ws, hw)
                 print(f"{model} {hw_name} {phase} b{batch} c{context} fusion={fusion}: "
-                      f"{n} named points measured, {time.perf_counter() - t0:.0f} s", flush=True)
+                      f"{n} named points and {kept} exported schedules measured, "
+                      f"{time.perf_counter() - t0:.0f} s", flush=True)
                 continue
             rep = tune(cfg, hw=hw, trials=args.trials, db=db, seed=args.seed, fusion=plan,
                        **step)
