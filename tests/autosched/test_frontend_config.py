@@ -116,7 +116,8 @@ def test_direct_construction_is_validated() -> None:
 
 
 def test_builtins() -> None:
-    assert list_models() == ["llama-tiny", "llama2-7b", "llama3-8b"]
+    assert list_models() == ["llama-tiny", "llama2-7b", "llama3-8b", "llama2-13b", "llama2-70b",
+                             "llama3-70b"]
     t = get_model_config("llama-tiny")
     assert (t.hidden, t.intermediate, t.layers, t.heads, t.kv_heads, t.head_dim) == (
         256, 688, 4, 8, 4, 32)
