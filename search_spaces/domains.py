@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 __all__ = ["Categorical", "Divisors", "Domain", "IntRange", "PowersOfTwo", "Value", "norm", "same"]
 
 Value = int | str | bool
+_PLAIN = (int, str, bool)
 INACTIVE = -1.0
 
 
@@ -39,6 +40,8 @@ def norm(v: Any) -> Any:
 
 def same(a: Any, b: Any) -> bool:
     """Equality that tells ``True`` from ``1``: same type and equal after :func:`norm`."""
+    if type(a) is type(b) and type(a) in _PLAIN:
+        return a == b
     a, b = norm(a), norm(b)
     return type(a) is type(b) and a == b
 

@@ -13,12 +13,17 @@ from sim.errors import AutoschedError
 __all__ = ["Cond", "Param", "check_name", "is_met"]
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+_GOOD: set[str] = set()  # names already checked (spaces are built per workload)
 
 
 def check_name(name: Any, what: str, exc: type[AutoschedError] = SpaceError) -> None:
     """Names are identifiers, so they can be used in messages, features and keys."""
+    if type(name) is str and name in _GOOD:
+        return
     if not isinstance(name, str) or not _NAME.match(name):
         raise exc(f"{what} name {name!r} must be an identifier (letters, digits, _)")
+    if len(_GOOD) < 4096:
+        _GOOD.add(name)
 
 
 def is_met(cond: Cond | None, point: dict[str, Any], on: set[str] | frozenset[str]) -> bool:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -65,3 +67,43 @@ def test_unsupported_shapes_raise() -> None:
     big = Workload.make("attention", attrs={"capacity": 4}, b=1, q=1, h=2, kvh=1, d=32, l=8)
     with pytest.raises(AutoschedError, match="capacity"):
         attention_space(big, HW[0])
+
+
+def test_constraints_are_the_geometry_rules() -> None:
+    """By construction: one space rule per attention rule, nothing else."""
+    from search_spaces import Rule
+    from search_spaces.attention.rules import ATTN_RULES
+
+    space = attention_space(wl(64), HW[0])
+    assert all(isinstance(c, Rule) for c in space.constraints)
+    assert [c.name for c in space.constraints] == [r.name for r in ATTN_RULES]
+
+
+SMALL = [replace(h, org=replace(h.org, rows_per_bank=16)) for h in HW]
+
+
+@pytest.mark.parametrize("hw", HW + SMALL, ids=lambda h: f"{h.name}-{h.org.rows_per_bank}rows")
+@pytest.mark.parametrize("dims", [dict(h=32, kvh=8, d=128), dict(b=4, q=3, h=6, kvh=2, d=64),
+                                  dict(h=4, kvh=4, d=16)])
+def test_space_and_planner_accept_the_same_points(hw, dims) -> None:
+    """A point drawn from the domains (constraints ignored) is valid in the space exactly
+    when the code generator's planner resolves it."""
+    from search_spaces.attention import capacity_of, plan_attention
+
+    w = wl(200, **dims)
+    space, rng = attention_space(w, hw), np.random.default_rng(len(str(dims)))
+    seen = {True: 0, False: 0}
+    for _ in range(400):
+        pt: dict = {}
+        for p in space.params:
+            if p.when is None or p.when.holds(pt.get(p.when.param)):
+                pt[p.name] = p.domain.values()[int(rng.integers(len(p.domain)))]
+        ok_space = not space.validate(pt)
+        try:
+            plan_attention(w.dims, capacity_of(w), pt, hw)
+            ok_plan = True
+        except AutoschedError:
+            ok_plan = False
+        assert ok_space == ok_plan, (pt, space.validate(pt))
+        seen[ok_space] += 1
+    assert seen[True] and seen[False], seen
