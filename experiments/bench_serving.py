@@ -107,7 +107,8 @@ def line(r: dict) -> str:
 
 
 def plot(rows: list[dict], path: Path) -> None:
-    """Tokens/s against batch: one panel per (model, context), one line per plan."""
+    """Tokens/s against batch: one panel per (model, context), one line per plan and
+    system (solid: the first system of the panel, dashed: the next)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -120,14 +121,17 @@ def plot(rows: list[dict], path: Path) -> None:
     for ax, (model, ctx) in zip(axes[0], panels, strict=True):
         mine = [r for r in rows if (r["model"], r["context"], r["phase"]) ==
                 (model, ctx, "decode")]
-        for plan in SIDES:
-            pts = [(r["batch"], r["plans"][plan]["tokens_per_s"]) for r in mine
-                   if r["plans"][plan]["fits"]]
-            if pts:
-                ax.plot(*zip(*pts, strict=True), marker="o", label=plan)
+        for system in dict.fromkeys(r["system"] for r in mine):  # one device, then several
+            for plan, color in zip(SIDES, ("C0", "C1", "C2"), strict=True):
+                pts = [(r["batch"], r["plans"][plan]["tokens_per_s"]) for r in mine
+                       if r["system"] == system and r["plans"][plan]["fits"]]
+                if pts:
+                    ax.plot(*zip(*pts, strict=True), marker="o", color=color,
+                            linestyle="-" if system == mine[0]["system"] else "--",
+                            label=f"{plan} ({system})")
         ax.set(xscale="log", yscale="log", xlabel="batch", ylabel="tokens/s",
                title=f"{model}, context {ctx}")
-        ax.legend()
+        ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

@@ -143,8 +143,12 @@ def choose_partition(cfg: ModelConfig, system: System, *, phase: str, batch: int
     fitting first."""
     hw = system.device
     rows = []
+    graphs: dict[int, OpGraph] = {}  # a device's graph depends on the partition's tp only
     for part in candidates(cfg, system):
-        graph = system_graph(cfg, part, phase=phase, batch=batch, context=context, fusion=fusion)
+        if part.tp not in graphs:
+            graphs[part.tp] = system_graph(cfg, part, phase=phase, batch=batch,
+                                           context=context, fusion=fusion)
+        graph = graphs[part.tp]
         need = _memory(graph, part, hw)
         fits = need <= _MARGIN * hw.capacity_bytes
         rows.append({"partition": part, "estimate_ns": _estimate(graph, part, system),
