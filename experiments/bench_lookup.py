@@ -126,7 +126,10 @@ def main(argv: list[str] | None = None) -> None:
     try:
         for per in (args.per, 1):
             n_w = args.records // per
-            wheres = [("sqlite", str(CACHE / f"bench_lookup-{args.records}-{per}.db"))]
+            # the records carry the space and simulator versions: a cache per version
+            k = _key(Workload.make("gemv", m=1, n=64, k=64))[0]
+            tag = f"{args.records}-{per}-{k.space}v{k.space_version}-sim{k.sim_version}"
+            wheres = [("sqlite", str(CACHE / f"bench_lookup-{tag}.db"))]
             if args.postgres:
                 from experiments.services import start_postgres
 

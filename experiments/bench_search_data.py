@@ -128,10 +128,13 @@ def case_data(case: Case, pool: ProcessPoolExecutor | None, workers: int, cache:
     space = low.space(w, hw)
     cache.mkdir(parents=True, exist_ok=True)
     (cache / ".gitignore").write_text("*\n")
-    stem = cache / f"{w.digest}-{hw.fingerprint[:16]}-sim{SIM_VERSION}-f{FEATURE_VERSION}t"
+    # every version that changes the cached arrays is in the name (the simulator version
+    # has a dot, so the file name is built whole rather than with ``with_suffix``)
+    data = cache / (f"{w.digest}-{hw.fingerprint[:16]}-{space.name}v{space.version}"
+                    f"-sim{SIM_VERSION}-f{FEATURE_VERSION}t.npz")
     db = open_database(cache / "exhaustive.db")
     try:
-        if not stem.with_suffix(".npz").exists():
+        if not data.exists():
             if pool is None:
                 raise RuntimeError(f"{case.label} is not in the cache {cache}: pass a pool")
             t0 = time.perf_counter()
@@ -143,7 +146,7 @@ def case_data(case: Case, pool: ProcessPoolExecutor | None, workers: int, cache:
             done = [r for chunk in pool.map(_exhaust, jobs) for r in chunk]
             db.commit_many([r[0] for r, k in zip(done, known, strict=True)
                             if r[0] is not None and not k])
-            np.savez(stem.with_suffix(".npz"),
+            np.savez(data,
                      keys=np.array([Schedule.of(space, p).key for p in pts]),
                      x=np.stack([r[1] for r in done]),
                      build_s_per_point=np.mean([r[2] for r in done]),
@@ -151,7 +154,7 @@ def case_data(case: Case, pool: ProcessPoolExecutor | None, workers: int, cache:
             if not quiet:
                 print(f"  exhaustive {case.label}: {len(pts)} points in "
                       f"{time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
-        z = np.load(stem.with_suffix(".npz"))
+        z = np.load(data)
         recs = {m.schedule.key: m for m in _records(db, w, hw, space)}
     finally:
         db.close()
