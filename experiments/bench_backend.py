@@ -17,7 +17,7 @@ import torch
 import transformers
 
 from autosched.backend import autosched_backend, clear_reports, reports
-from sim.hwio import list_presets
+from sim.hwio import list_device_presets
 
 _CLASSES = {"llama": ("LlamaConfig", "LlamaForCausalLM"),
             "mistral": ("MistralConfig", "MistralForCausalLM"),
@@ -37,7 +37,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--family", choices=sorted(_CLASSES), default="llama")
     ap.add_argument("--tokens", type=int, default=16)
-    ap.add_argument("--presets", default=",".join(list_presets()))
+    ap.add_argument("--presets", default=",".join(list_device_presets()))
     args = ap.parse_args()
     kw = dict(max_new_tokens=args.tokens, min_new_tokens=args.tokens, do_sample=False,
               cache_implementation="static", pad_token_id=0)

@@ -5,6 +5,10 @@ against its bound and run with ``run --check`` against ``transformers`` on each 
 Goal: 0 failed; a refusal only where ``transformers`` cannot run the config either.
 
     python -m experiments.bench_configs [--configs 200] [--seed 0] [--steps 8] [--json]
+        [--rows FILE]
+
+``--rows FILE`` appends each outcome to a JSON-lines file as it is known and skips the
+(config, preset) pairs already there, so a stopped sweep resumes where it stopped.
 """
 
 from __future__ import annotations
@@ -13,23 +17,44 @@ import argparse
 import json
 import time
 from collections import Counter
+from pathlib import Path
 
 from experiments.llama_configs import RngPicker, check, sample_config
-from sim.hwio import list_presets
+from sim.hwio import list_device_presets
 
 
-def sweep(n: int, seed: int, steps: int, presets: list[str], verbose: bool = False) -> list:
+def _done(rows_file: Path | None, seed: int, steps: int) -> dict[tuple[int, str], dict]:
+    """Rows of an earlier run of the same sweep (seed and steps) kept in ``rows_file``."""
+    if rows_file is None or not rows_file.exists():
+        return {}
+    done = {}
+    for line in rows_file.read_text().splitlines():
+        row = json.loads(line)
+        if row.get("seed") == seed and row.get("steps") == steps:
+            done[row["config"], row["hw"]] = row
+    return done
+
+
+def sweep(n: int, seed: int, steps: int, presets: list[str], verbose: bool = False,
+          rows_file: Path | None = None) -> list:
     """One row per (config, preset): the config, the preset and its outcome."""
+    done = _done(rows_file, seed, steps)
     rows = []
     for i in range(n):
         hf = sample_config(RngPicker(seed * 100_003 + i))
         for hw in presets:
+            if (i, hw) in done:
+                rows.append(done[i, hw])
+                continue
             t0 = time.perf_counter()
             out = check(hf, hw, steps=steps, seed=i)
             rows.append({"config": i, "hw": hw, "status": out.status, "message": out.message,
                          "latency_over_bound": out.latency_over_bound,
                          "max_rel_err": out.max_rel_err, "wall_s": time.perf_counter() - t0,
-                         "hf": hf})
+                         "hf": hf, "seed": seed, "steps": steps})
+            if rows_file is not None:
+                with open(rows_file, "a") as f:
+                    f.write(json.dumps(rows[-1], default=str) + "\n")
             if verbose or out.status == "failed":
                 print(f"config {i} {hw}: {out.status} {out.message[:300]}", flush=True)
     return rows
@@ -40,12 +65,15 @@ def main() -> None:
     ap.add_argument("--configs", type=int, default=200)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--steps", type=int, default=8)
-    ap.add_argument("--presets", default=",".join(list_presets()))
+    ap.add_argument("--presets", default=",".join(list_device_presets()))
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--verbose", action="store_true")
+    ap.add_argument("--rows", type=Path, default=None,
+                    help="JSON-lines file of outcomes: appended to, and resumed from")
     args = ap.parse_args()
     t0 = time.perf_counter()
-    rows = sweep(args.configs, args.seed, args.steps, args.presets.split(","), args.verbose)
+    rows = sweep(args.configs, args.seed, args.steps, args.presets.split(","), args.verbose,
+                 args.rows)
     if args.json:
         print(json.dumps(rows, indent=2, default=str))
         return

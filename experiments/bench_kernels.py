@@ -18,7 +18,7 @@ from autosched.regress import Runner
 from autosched.regress.handoff import handoff
 from autosched.regress.suites import README_CONTEXT
 from autosched.regress.tables import handoff_tables
-from sim.hwio import list_presets
+from sim.hwio import list_device_presets
 
 MODELS = ("llama2-7b", "llama3-8b")
 
@@ -26,7 +26,7 @@ MODELS = ("llama2-7b", "llama3-8b")
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--models", default=",".join(MODELS))
-    ap.add_argument("--presets", default=",".join(list_presets()))
+    ap.add_argument("--presets", default=",".join(list_device_presets()))
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     runner = Runner(repeats=1)

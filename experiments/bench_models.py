@@ -18,13 +18,13 @@ import json
 from autosched.frontend import list_models
 from autosched.regress import readme_model_cases, run_case
 from autosched.regress.tables import model_table
-from sim.hwio import list_presets
+from sim.hwio import list_device_presets
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--models", default=",".join(list_models()))
-    ap.add_argument("--presets", default=",".join(list_presets()))
+    ap.add_argument("--presets", default=",".join(list_device_presets()))
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--markdown", action="store_true", help="the README's table")
     args = ap.parse_args()

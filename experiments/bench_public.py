@@ -18,7 +18,7 @@ from pathlib import Path
 
 from autosched.tune import tune
 from sim.errors import AutoschedError
-from sim.hwio import list_presets
+from sim.hwio import list_device_presets
 
 CONFIGS = Path(__file__).parent / "configs"
 
@@ -29,7 +29,7 @@ def main() -> None:
     ap.add_argument("--trials", type=int, default=32)
     ap.add_argument("--workers", type=int, default=1)
     ap.add_argument("--configs", default=None, help="comma-separated file stems (default: all)")
-    ap.add_argument("--presets", default=",".join(list_presets()))
+    ap.add_argument("--presets", default=",".join(list_device_presets()))
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     files = sorted(CONFIGS.glob("*.json"))

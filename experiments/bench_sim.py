@@ -20,7 +20,7 @@ from autosched.regress import KernelCase, run_case
 from autosched.regress.suites import GEMV_BATCHES, GEMV_SHAPES
 from autosched.regress.tables import gemv_table
 from sim.hardware import Hardware
-from sim.hwio import list_presets, load_hardware
+from sim.hwio import list_device_presets, load_hardware
 from sim.isa import Act, Mac, Pre, aff
 from sim.kernels import gemv
 from sim.program import Loop, Program, Stream
@@ -61,7 +61,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--markdown", action="store_true", help="the README's table")
-    ap.add_argument("--presets", default=",".join(list_presets()))
+    ap.add_argument("--presets", default=",".join(list_device_presets()))
     args = ap.parse_args()
     rows = [run_case(KernelCase(hw, n, k, b)) for hw in args.presets.split(",")
             for (n, k) in GEMV_SHAPES for b in GEMV_BATCHES]

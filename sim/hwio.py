@@ -56,6 +56,12 @@ def list_presets() -> list[str]:
     return sorted(p.stem for p in PRESET_DIR.glob("*.yaml"))
 
 
+def list_device_presets() -> list[str]:
+    """Names of the shipped presets that describe one device (not a system of several)."""
+    return [name for name in list_presets()
+            if not _is_system(read_hardware_file(name)[1])]
+
+
 def load_hardware(hw: str | Path | Mapping | Hardware) -> Hardware:
     """Turn a preset name, a YAML path, a mapping or a Hardware into a Hardware.
 

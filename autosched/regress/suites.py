@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from autosched.frontend import list_models
 from sim.errors import AutoschedError
-from sim.hwio import list_presets
+from sim.hwio import list_device_presets
 
 from .cases import Case, KernelCase, ModelCase, TuneCase, resolve_model
 
@@ -71,7 +71,8 @@ def readme_model_cases(models: tuple[str, ...] | None = None,
                        presets: tuple[str, ...] | None = None) -> list[ModelCase]:
     """The cases behind the README's whole-model table (``experiments/bench_models.py``)."""
     return [ModelCase(m, hw, context=readme_context(m), baseline=True)
-            for m in models or tuple(list_models()) for hw in presets or tuple(list_presets())]
+            for m in models or tuple(list_models())
+            for hw in presets or tuple(list_device_presets())]
 
 
 def _quick() -> Suite:
