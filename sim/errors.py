@@ -6,8 +6,8 @@ loops catch only this base, so a bug (any other exception) still surfaces.
 
 from __future__ import annotations
 
-__all__ = ["AutoschedError", "HardwareError", "InternalError", "ProgramError", "SimError",
-           "check"]
+__all__ = ["AutoschedError", "CapacityError", "HardwareError", "InternalError", "ProgramError",
+           "SimError", "check"]
 
 
 class AutoschedError(Exception):
@@ -37,6 +37,15 @@ class ProgramError(AutoschedError):
 
 class SimError(AutoschedError):
     """A well-formed program cannot run: deadlock, no open row, capacity exceeded."""
+
+
+class CapacityError(SimError):
+    """A program's memory does not fit its device: ``needed`` and ``capacity`` in bytes."""
+
+    def __init__(self, msg: str, *, needed: int, capacity: int) -> None:
+        super().__init__(msg)
+        self.needed = needed
+        self.capacity = capacity
 
 
 def check(cond: object, msg: str, exc: type[AutoschedError] = AutoschedError) -> None:

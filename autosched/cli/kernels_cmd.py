@@ -66,6 +66,9 @@ def _summary(h) -> list[tuple[str, object]]:
             ("defaults µs", _us(lat["default"])), ("tuned µs", _us(lat["tuned"])),
             ("tuned, fused µs", _us(lat["fused"])),
             ("bound µs", _us(h.tuned.figures["bound_ns"]))]
+    if rows_grown := h.library.info.get("rows_per_bank"):
+        rows.insert(2, ("library program's device", f"{int(rows_grown)} rows per bank: the "
+                        "preset cannot hold the library layout; timing unchanged"))
     if h.speedup is not None:
         rows += [("library / tuned", h.speedup),
                  ("library / tuned, fused", lat["library"] / lat["fused"])]

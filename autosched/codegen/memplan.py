@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 
-from sim.errors import SimError
+from sim.errors import CapacityError
 from sim.hardware import DTYPE_BYTES, Hardware
 
 __all__ = ["Budget", "Live", "pack", "row_index_bytes"]
@@ -103,13 +103,15 @@ class Budget:
         return {**asdict(self), "host": self.host, "used": self.used, "free": self.free}
 
     def check(self, what: str) -> None:
-        """Raise SimError when the plan exceeds the device, naming every region."""
+        """Raise CapacityError (a SimError) when the plan exceeds the device, naming every
+        region."""
         if not self.fits:
             gb = 1e9
-            raise SimError(
+            raise CapacityError(
                 f"{what} needs {self.used / gb:.2f} GB (weights {self.weights / gb:.2f}, KV "
                 f"cache {self.kv / gb:.2f}, constants and activations {self.host / gb:.2f}); "
-                f"the device has {self.capacity / gb:.2f} GB")
+                f"the device has {self.capacity / gb:.2f} GB",
+                needed=self.used, capacity=self.capacity)
 
 
 def nbytes(dtype: str, size: int) -> int:

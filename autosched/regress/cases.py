@@ -7,7 +7,12 @@ which the baseline and the history keep them:
   preset: phase, batch, context, the schedules (``default``: each family's hand-written
   default; ``tuned``: the checked-in tuned-schedule export, :mod:`.tuned`; ``library``:
   the shipped library kernels wherever the library has one) and the fusion plan
-  (``none`` or ``full``); ``baseline`` adds the plain-memory program's latency.
+  (``none`` or ``full``); ``baseline`` adds the plain-memory program's latency;
+  ``grow``: a program that does not fit the preset is timed on the same device with as
+  many rows per bank as it needs (a power of two; every timing unchanged), as the
+  hand-off does for the library kernels' sparse layouts (not part of the ``id``: it
+  changes only a case that could not be measured otherwise; the result's ``info`` says
+  the rows per bank used).
 * :class:`KernelCase`: the library GEMV of ``sim/kernels`` alone (what a hardware team
   ships), with its plain-memory baseline.
 * :class:`TuneCase`: a fixed search (one workload of a model, a budget, a seed) whose
@@ -55,6 +60,7 @@ class ModelCase:
     schedules: str = "default"
     fusion: str = "none"
     baseline: bool = False
+    grow: bool = False
 
     def __post_init__(self) -> None:
         check(self.phase in ("decode", "prefill"), f"phase {self.phase!r}: use decode or prefill")

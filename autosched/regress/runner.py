@@ -19,6 +19,7 @@ import statistics
 import tempfile
 import time
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 
@@ -29,10 +30,10 @@ from autosched.frontend import ModelConfig, OpGraph, model_graph
 from autosched.lookup import lookup
 from search_spaces import Schedule, Workload
 from search_spaces.fusion import FULL_FUSION
-from sim.errors import AutoschedError, InternalError
+from sim.errors import AutoschedError, CapacityError, InternalError
 from sim.figures import gemv_figures
 from sim.hardware import Hardware
-from sim.hwio import load_hardware
+from sim.hwio import LIMITS, load_hardware
 from sim.timing import simulate
 
 from .cases import Case, KernelCase, ModelCase, TuneCase, case_kind, resolve_model
@@ -135,6 +136,11 @@ class Runner:
         step = dict(phase=case.phase, batch=case.batch, context=case.context)
         schedules = self._schedules(case, graph, hw)
         compile_s, simulate_s, seen = [], [], set()
+        info: dict[str, float] = {}
+        if case.grow:
+            hw = self._grown(cfg, hw, graph, schedules, step)
+            if hw.org.rows_per_bank != load_hardware(case.hw).org.rows_per_bank:
+                info["rows_per_bank"] = hw.org.rows_per_bank
         for _ in range(self.repeats):
             compile_mod._build.cache_clear()  # lower every kernel again: the cold compile
             cm, t = _timed(lambda: compile_model(cfg, hw, graph=graph, schedules=schedules,
@@ -151,14 +157,30 @@ class Runner:
         figures = {"latency_ns": res.latency_ns, "energy_pj": res.energy_pj,
                    "bound_ns": bound}
         tokens = graph.batch * graph.tokens
-        info = {"tokens_per_s": tokens / (res.latency_ns * 1e-9),
-                "latency_over_bound": res.latency_ns / bound}
+        info.update({"tokens_per_s": tokens / (res.latency_ns * 1e-9),
+                     "latency_over_bound": res.latency_ns / bound})
         if case.baseline:
             figures["baseline_ns"] = plain_memory_ns(cfg, hw, **step)
             info["speedup_vs_baseline"] = figures["baseline_ns"] / res.latency_ns
         wall = {"compile_s": statistics.median(compile_s),
                 "simulate_s": statistics.median(simulate_s)}
         return CaseResult(case.id, "model", figures, ops, wall, info)
+
+    @staticmethod
+    def _grown(cfg: ModelConfig, hw: Hardware, graph: OpGraph,
+               schedules: dict[str, Schedule] | str | None, step: dict) -> Hardware:
+        """``hw``, or ``hw`` with the rows per bank (a power of two) the step's program
+        needs when it does not fit (``ModelCase.grow``); every timing is unchanged."""
+        try:
+            compile_model(cfg, hw, graph=graph, schedules=schedules, **step)
+            return hw
+        except CapacityError as e:
+            per_row = e.capacity // hw.org.rows_per_bank
+            rows = 1 << (-(-e.needed // per_row) - 1).bit_length()
+            if rows > LIMITS["org.rows_per_bank"]:
+                raise
+            return replace(hw, name=f"{hw.name} ({rows} rows per bank)",
+                           org=replace(hw.org, rows_per_bank=rows))
 
     def _bound(self, w: Workload, hw: Hardware) -> float:
         key = (w.key, hw.fingerprint)

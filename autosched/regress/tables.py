@@ -55,7 +55,8 @@ def gemv_table(results: Sequence[CaseResult]) -> str:
 
 def handoff_tables(handoffs: Sequence[Handoff]) -> str:
     """End to end per step (library kernels, defaults, tuned, tuned and fused, bound; the
-    library program's latency is "does not fit" where it cannot be linked; then the sums of
+    library program's latency names the rows per bank of a grown device, or "does not
+    fit" where it cannot be measured; then the sums of
     the kernels alone), then every operator that has a library kernel: library, default,
     tuned, what is used."""
     ends, ops = [], []
@@ -64,6 +65,8 @@ def handoff_tables(handoffs: Sequence[Handoff]) -> str:
         lat = {k: getattr(h, k).figures.get("latency_ns") for k in ("library", "default",
                                                                     "tuned", "fused")}
         fmt = {k: "does not fit" if v is None else f"{v / 1e3:,.1f}" for k, v in lat.items()}
+        if rows_grown := h.library.info.get("rows_per_bank"):
+            fmt["library"] += f" ({int(rows_grown)} rows per bank)"
         ends.append([model, hw, *fmt.values(), f"{h.tuned.figures['bound_ns'] / 1e3:,.1f}",
                      "-" if h.speedup is None else f"{h.speedup:.2f}",
                      f"{kernels_ns(h.library) / 1e3:,.1f}", f"{kernels_ns(h.tuned) / 1e3:,.1f}",

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from autosched.regress import Runner
+from autosched.regress import ModelCase, Runner
 from autosched.regress.baseline import Baseline, baseline_path
 from autosched.regress.handoff import Handoff, assemble, handoff_cases, kernels_ns
 from autosched.regress.suites import QUICK_MODELS, QUICK_PRESETS
@@ -58,14 +58,35 @@ def few_rows(tmp_path: Path) -> str:
     return str(path)
 
 
-def test_a_library_program_that_does_not_fit_is_compared_by_its_kernels(few_rows: str) -> None:
+def test_a_library_program_that_does_not_fit_is_timed_on_a_grown_device(few_rows: str) -> None:
     runner = Runner(repeats=1)
     cases = handoff_cases("llama-tiny", few_rows, context=8)
+    assert cases["library"].grow and cases["library"].id.endswith("/library")
+    lib = runner.run(cases["library"])
+    rows = lib.info["rows_per_bank"]
+    assert lib.ok and rows > 100 and int(rows) & (int(rows) - 1) == 0
+    # the same program on the full-size preset: a grown device changes no timing
+    whole = runner.run(ModelCase("llama-tiny", "aim-gddr6", context=8, schedules="library"))
+    assert lib.figures == whole.figures and "rows_per_bank" not in whole.info
+    assert lib.ops == runner.kernels_alone(cases["library"])
+    default = runner.run(cases["default"])
+    assert default.ok and "rows_per_bank" not in default.info
+    results = {"library": lib, "default": default, "tuned": default, "fused": default}
+    h = assemble(cases, results, {})
+    assert h.speedup == lib.figures["latency_ns"] / default.figures["latency_ns"] > 1
+    assert h.kernel_speedup == kernels_ns(lib) / kernels_ns(default) > 1
+    assert f"({int(rows)} rows per bank)" in handoff_tables([h])
+
+
+def test_without_grow_a_program_that_does_not_fit_is_compared_by_its_kernels(
+        few_rows: str) -> None:
+    runner = Runner(repeats=1)
+    cases = {**handoff_cases("llama-tiny", few_rows, context=8),
+             "library": ModelCase("llama-tiny", few_rows, context=8, schedules="library")}
     lib = runner.run(cases["library"])
     assert not lib.ok and "the device has" in lib.error and not lib.figures
     assert lib.ops == runner.kernels_alone(cases["library"])
     default = runner.run(cases["default"])
-    assert default.ok
     results = {"library": lib, "default": default, "tuned": default, "fused": default}
     h = assemble(cases, results, {})
     assert h.speedup is None
