@@ -20,6 +20,30 @@ if TYPE_CHECKING:
 __all__ = ["Schedule"]
 
 
+_PLAIN = (int, str, bool)
+_TEXTS: dict[str, str] = {}  # json.dumps of the string values seen (a space has few)
+
+
+def _name_of(pair: tuple[Any, Any]) -> str:
+    return pair[0] if type(pair[0]) is str else str(pair[0])
+
+
+def _text(v: Value) -> str:
+    """``json.dumps(v)`` for the value types a schedule holds, without the encoder's cost."""
+    if v is True:
+        return "true"
+    if v is False:
+        return "false"
+    if type(v) is int:
+        return str(v)
+    text = _TEXTS.get(v)  # type: ignore[arg-type]
+    if text is None:
+        text = json.dumps(v)
+        if len(_TEXTS) < 4096:
+            _TEXTS[v] = text  # type: ignore[index]
+    return text
+
+
 @dataclass(frozen=True)
 class Schedule:
     """``space`` name and ``version``, and the decisions as name-sorted (name, value) pairs."""
@@ -33,19 +57,24 @@ class Schedule:
             raise ScheduleError(f"a schedule needs a space name and an int version, got "
                                 f"{self.space!r} v{self.version!r}")
         try:
-            pairs = tuple(sorted(((k, norm(v)) for k, v in self.params), key=lambda kv: str(kv[0])))
+            pairs = tuple(sorted(((k, v if type(v) in _PLAIN else norm(v))
+                                  for k, v in self.params), key=_name_of))
         except (TypeError, ValueError):
             raise ScheduleError(f"schedule for {self.space}: params must be (name, value) pairs, "
                                 f"got {self.params!r}") from None
         names = [k for k, _ in pairs]
         if len(set(names)) != len(names):
             raise ScheduleError(f"schedule for {self.space}: parameter names repeat: {names}")
+        texts = []
         for k, v in pairs:
             check_name(k, "schedule parameter", ScheduleError)
-            if type(v) not in (int, str, bool):
+            if type(v) not in _PLAIN:
                 raise ScheduleError(f"schedule for {self.space}: {k}={v!r} must be an int, "
                                     "str or bool")
+            texts.append(f"{k}={_text(v)}")
         object.__setattr__(self, "params", pairs)
+        body = ",".join(texts)
+        object.__setattr__(self, "_key", f"{self.space}@v{self.version}:{body}")
 
     def __eq__(self, other: object) -> bool:
         # Tuple equality would take True for 1; compare the typed key instead.
@@ -67,8 +96,7 @@ class Schedule:
     @property
     def key(self) -> str:
         """Stable text key, e.g. ``gemv@v1:double_buffer=true,order="nk",tile=64``."""
-        body = ",".join(f"{k}={json.dumps(v)}" for k, v in self.params)
-        return f"{self.space}@v{self.version}:{body}"
+        return self._key
 
     def to_dict(self) -> dict:
         return {"space": self.space, "version": self.version, "params": dict(self.params)}

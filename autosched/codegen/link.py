@@ -7,7 +7,9 @@ take. The linker
 * plans memory (``memplan``): each fragment's weights get rows in the weights region
   (in fragment order, so a weight sits at the same rows in every step of a model) and
   each KV cache rows in the KV region above; host buffers other than constants and
-  outputs share an arena by liveness;
+  outputs share an arena by liveness; buffers a kernel stages on the host (weights or
+  KV rows read out of the banks on their way to the host's compute, ``Kernel.staged``)
+  share a ``stage`` arena that the device's memory budget does not hold;
 * splits the channels into the common refinement of every fragment's channel ranges, so
   each refined group is one SPMD stream running the fragments' bodies in order; link
   streams (collectives) become one link stream;
@@ -188,7 +190,13 @@ def link(fragments: Sequence[Fragment], hw: Hardware, name: str = "model", *,
     buffers, ranges = _declare(frags)
     received = _received(frags)
     keep = set(constants) | set(outputs) | received
-    mapping, decls, arena = _arena(buffers, ranges, keep)
+    staged = _staged(frags) - keep
+    mapping, decls, arena = _arena({k: b for k, b in buffers.items() if k not in staged},
+                                   ranges, keep)
+    smap, sdecls, _ = _arena({k: b for k, b in buffers.items() if k in staged}, ranges,
+                             set(), prefix="stage")
+    mapping.update(smap)
+    decls += sdecls
     groups = _groups(fragments, hw)
     program = _emit(frags, groups, mapping, decls, name, rows)
     ri = row_index_bytes(hw)
@@ -258,9 +266,19 @@ def _declare(frags: list[_Frag]) -> tuple[dict[str, Buffer], dict[str, list[int]
     return buffers, ranges
 
 
-def _arena(buffers: dict[str, Buffer], ranges: dict[str, list[int]], keep: set[str]
-           ) -> tuple[dict[str, tuple[str, int]], list[Buffer], int]:
-    """Global name -> (declared buffer, element offset), the declarations, arena bytes."""
+def _staged(frags: list[_Frag]) -> set[str]:
+    """Global names of the buffers the kernels stage on the host (``Kernel.staged``)."""
+    out: set[str] = set()
+    for fr in frags:
+        rename = _renamer(fr.f.tag, fr.binds)
+        out |= {rename(b)[0] for b in fr.f.kernel.staged}
+    return out
+
+
+def _arena(buffers: dict[str, Buffer], ranges: dict[str, list[int]], keep: set[str], *,
+           prefix: str = "arena") -> tuple[dict[str, tuple[str, int]], list[Buffer], int]:
+    """Global name -> (declared buffer, element offset), the declarations, arena bytes
+    (one arena ``{prefix}.{dtype}`` per dtype)."""
     mapping: dict[str, tuple[str, int]] = {}
     decls = [b for b in buffers.values() if b.name in keep]
     total = 0
@@ -269,7 +287,7 @@ def _arena(buffers: dict[str, Buffer], ranges: dict[str, list[int]], keep: set[s
         live = [Live(b.name, b.size * eb, *ranges[b.name]) for b in buffers.values()
                 if b.name not in keep and b.dtype == dtype]
         offsets, top = pack(live, align=64)
-        arena = f"arena.{dtype}"
+        arena = f"{prefix}.{dtype}"
         for name, off in offsets.items():
             mapping[name] = (arena, off // eb)
         decls.append(Buffer(arena, dtype, max(1, -(-top // eb))))

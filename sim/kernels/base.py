@@ -48,25 +48,59 @@ def _field_names(cls: type) -> tuple[str, ...]:
     return tuple(f.name for f in fields(cls))
 
 
+@functools.cache
+def _open_fields(cls: type) -> tuple[str, ...]:
+    """The fields of ``cls`` that may hold a loop variable (not annotated int, str, bool)."""
+    return tuple(f.name for f in fields(cls) if f.type not in ("int", "str", "bool", "float"))
+
+
+_ATOMS = frozenset({int, float, str, bool, type(None)})
+
+
 def _fix(v: object, var: str) -> object:
     """``v`` with loop variable ``var`` set to 0 (Affines, BufRefs, tuples, nodes); parts
     that do not mention ``var`` are returned as they are, not rebuilt."""
-    if isinstance(v, Affine):
-        if all(t[0] != var for t in v.terms):
-            return v
-        return Affine(v.base, tuple(t for t in v.terms if t[0] != var))
-    if isinstance(v, tuple):
-        out = tuple(_fix(x, var) for x in v)
-        return v if all(a is b for a, b in zip(out, v, strict=True)) else out
-    if isinstance(v, Loop):
+    t = type(v)
+    if t in _ATOMS:
+        return v
+    if t is Affine or isinstance(v, Affine):
+        for term in v.terms:
+            if term[0] == var:
+                return Affine(v.base, tuple(x for x in v.terms if x[0] != var))
+        return v
+    if t is tuple:
+        out = None
+        for i, x in enumerate(v):
+            if type(x) in _ATOMS:
+                continue
+            y = _fix(x, var)
+            if y is not x:
+                if out is None:
+                    out = list(v)
+                out[i] = y
+        return v if out is None else tuple(out)
+    if t is Loop:
         body = _fix(v.body, var)
         return v if body is v.body else Loop(v.var, v.count, body)
-    if isinstance(v, BufRef) or hasattr(v, "__dataclass_fields__"):
-        changed = {}
-        for name in _field_names(type(v)):
+    if t is BufRef or hasattr(t, "__dataclass_fields__"):
+        changed = None
+        for name in _open_fields(t):
             old = getattr(v, name)
-            new = _fix(old, var)
+            to = type(old)
+            if to in _ATOMS:
+                continue
+            if to is Affine:  # the common operand, inlined
+                for term in old.terms:
+                    if term[0] == var:
+                        break
+                else:
+                    continue
+                new = Affine(old.base, tuple(x for x in old.terms if x[0] != var))
+            else:
+                new = _fix(old, var)
             if new is not old:
+                if changed is None:
+                    changed = {}
                 changed[name] = new
         return _rebuilt(v, changed) if changed else v
     return v
@@ -104,7 +138,8 @@ class Kernel:
 
     ``input_shapes[i]`` is the logical shape of ``inputs[i]`` and ``padded_shapes[i]`` the
     shape of its program buffer (equal when no padding). ``place(mem, tensors)`` writes
-    the weight tensors (e.g. ``"W"``) into a ``sim.functional.DeviceMemory``.
+    the weight tensors (e.g. ``"W"``) into a ``sim.functional.DeviceMemory``. ``staged``
+    buffers take no device memory when the kernel is linked into a program.
     """
 
     program: Program
@@ -115,6 +150,9 @@ class Kernel:
     input_shapes: tuple[tuple[int, ...], ...] = ()
     padded_shapes: tuple[tuple[int, ...], ...] = ()
     rows: int = 0  # rows per bank to reserve beyond what the program opens (e.g. a KV cache)
+    # host buffers that model data in flight from the banks to the host's compute (read
+    # there once, as it streams): the host holds them, not the device's memory
+    staged: tuple[str, ...] = ()
 
     def bind(self, tensors: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """The host-buffer inputs for ``execute``: each input checked and zero-padded."""

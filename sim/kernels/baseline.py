@@ -76,4 +76,4 @@ def gemv_baseline(hw: Hardware, n: int, k: int, batch: int = 1) -> Kernel:
             Buffer("y", "fp32", batch * n))
     prog = Program((pim, host), bufs, name=f"gemv_baseline_{n}x{k}_b{batch}")
     return Kernel(prog, ("x",), "y", (batch, n), partial(place_baseline, hw, rows),
-                  input_shapes=((batch, k),), padded_shapes=((batch, k),))
+                  input_shapes=((batch, k),), padded_shapes=((batch, k),), staged=("Wh",))

@@ -62,4 +62,4 @@ def gemv_host(hw: Hardware, n: int, k: int, batch: int, layout: GemvOpts) -> Ker
             Buffer("z", "fp32", batch * n))
     prog = Program((pim, host), bufs, name=f"gemv_host_{n}x{k}_b{batch}")
     return Kernel(prog, ("x",), "z", (batch, n), partial(place_gemv, pl),
-                  input_shapes=((batch, k),), padded_shapes=((batch, k),))
+                  input_shapes=((batch, k),), padded_shapes=((batch, k),), staged=("Wl",))

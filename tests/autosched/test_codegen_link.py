@@ -10,6 +10,7 @@ from sim.errors import SimError
 from sim.functional import DeviceMemory, execute, round_to
 from sim.hwio import load_hardware
 from sim.kernels import GemvOpts, gemv
+from sim.kernels.gemv_host import gemv_host
 from sim.timing import simulate
 from sim.validate import validate
 
@@ -40,6 +41,29 @@ def test_two_gemvs_chain_through_a_global_buffer(hw_name: str) -> None:
     alone = simulate(k1.program, hw).latency_ns + simulate(k2.program, hw).latency_ns
     assert res.latency_ns >= 0.9 * alone  # serialised by the host hand-offs
     assert "h" not in out and round_to(out["arena.fp32"], "fp32").size >= 48  # h: in the arena
+
+
+@pytest.mark.parametrize("hw_name", ["hbm-pim", "aim-gddr6"])
+def test_weights_staged_on_the_host_take_no_device_memory(hw_name: str) -> None:
+    hw = load_hardware(hw_name)
+    rng = np.random.default_rng(1)
+    w1 = rng.integers(-1, 2, (64, 40)).astype(np.float32)
+    w2 = rng.integers(-1, 2, (24, 64)).astype(np.float32)
+    x = rng.integers(-1, 2, (1, 40)).astype(np.float32)
+    k1, k2 = gemv_host(hw, 64, 40, 1, GemvOpts()), gemv_host(hw, 24, 64, 1, GemvOpts())
+    assert k1.staged == ("Wl",)
+    linked = link([Fragment("a", k1, (("x", "in"), ("z", "h"))),
+                   Fragment("b", k2, (("x", "h"), ("z", "out")))], hw,
+                  constants=frozenset({"in"}), outputs=frozenset({"out"}))
+    validate(linked.program, hw)
+    sizes = {b.name: b.size * 2 for b in linked.program.buffers}
+    staged = [n for n in sizes if n.startswith("stage.")]
+    assert staged and sizes[staged[0]] >= 2 * 64 * 40  # the larger layout, read out whole
+    assert linked.budget.activations < sizes[staged[0]]  # the device does not hold it
+    mem = DeviceMemory(hw)
+    linked.place(mem, {"a": {"W": w1}, "b": {"W": w2}})
+    out = execute(linked.program, hw, mem, linked.bind({"in": x}))
+    np.testing.assert_array_equal(out["out"].reshape(1, 24), (x @ w1.T) @ w2.T)
 
 
 def test_capacity_is_a_budget_that_names_every_region() -> None:

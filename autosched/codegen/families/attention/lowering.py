@@ -102,8 +102,9 @@ def attention_kernel(workload: Workload, point: dict, hw: Hardware) -> Kernel:
     prog = Program(streams, tuple(bufs), name=f"attention_{workload.digest}")
     shapes = ((pl.b * pl.q, pl.h * pl.d), (pl.b * pl.q, pl.kvh * pl.d),
               (pl.b * pl.q, pl.kvh * pl.d))
+    staged = tuple(b.name for b in bufs if b.name in ("kh", "vh"))
     return Kernel(prog, ("q", "k", "v"), "y", (pl.b * pl.q, pl.h * pl.d), _no_weights,
-                  input_shapes=shapes, padded_shapes=shapes, rows=pl.rows)
+                  input_shapes=shapes, padded_shapes=shapes, rows=pl.rows, staged=staged)
 
 
 def _no_weights(mem: object, tensors: dict) -> None:

@@ -186,5 +186,5 @@ def _wrap(core: Kernel, m: int, n: int, k: int, pro: bool, epi: str, bias: bool,
     return Kernel(Program(tuple(streams), tuple(bufs), name=name),
                   tuple(i[0] for i in inputs), "y", (m, out_n), core.place,
                   input_shapes=tuple(i[1] for i in inputs),
-                  padded_shapes=tuple(i[2] for i in inputs))
+                  padded_shapes=tuple(i[2] for i in inputs), staged=core.staged)
 
