@@ -5,7 +5,7 @@ against its bound and run with ``run --check`` against ``transformers`` on each 
 Goal: 0 failed; a refusal only where ``transformers`` cannot run the config either.
 
     python -m experiments.bench_configs [--configs 200] [--seed 0] [--steps 8] [--json]
-        [--rows FILE]
+        [--rows FILE] [--jobs N]
 
 ``--rows FILE`` appends each outcome to a JSON-lines file as it is known and skips the
 (config, preset) pairs already there, so a stopped sweep resumes where it stopped.
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
 import time
 from collections import Counter
 from pathlib import Path
@@ -35,29 +36,41 @@ def _done(rows_file: Path | None, seed: int, steps: int) -> dict[tuple[int, str]
     return done
 
 
+def _one(task: tuple[int, int, int, str]) -> dict:
+    """Check config ``i`` of the sweep ``seed`` on ``hw`` (a row of :func:`sweep`)."""
+    seed, steps, i, hw = task
+    hf = sample_config(RngPicker(seed * 100_003 + i))
+    t0 = time.perf_counter()
+    out = check(hf, hw, steps=steps, seed=i)
+    return {"config": i, "hw": hw, "status": out.status, "message": out.message,
+            "latency_over_bound": out.latency_over_bound, "max_rel_err": out.max_rel_err,
+            "wall_s": time.perf_counter() - t0, "hf": hf, "seed": seed, "steps": steps}
+
+
 def sweep(n: int, seed: int, steps: int, presets: list[str], verbose: bool = False,
-          rows_file: Path | None = None) -> list:
-    """One row per (config, preset): the config, the preset and its outcome."""
+          rows_file: Path | None = None, jobs: int = 1) -> list:
+    """One row per (config, preset): the config, the preset and its outcome; ``jobs``
+    processes check configs side by side (rows come back in sweep order)."""
     done = _done(rows_file, seed, steps)
-    rows = []
-    for i in range(n):
-        hf = sample_config(RngPicker(seed * 100_003 + i))
-        for hw in presets:
-            if (i, hw) in done:
-                rows.append(done[i, hw])
-                continue
-            t0 = time.perf_counter()
-            out = check(hf, hw, steps=steps, seed=i)
-            rows.append({"config": i, "hw": hw, "status": out.status, "message": out.message,
-                         "latency_over_bound": out.latency_over_bound,
-                         "max_rel_err": out.max_rel_err, "wall_s": time.perf_counter() - t0,
-                         "hf": hf, "seed": seed, "steps": steps})
+    todo = [(seed, steps, i, hw) for i in range(n) for hw in presets if (i, hw) not in done]
+    if jobs > 1:
+        pool = multiprocessing.get_context("spawn").Pool(jobs)
+        results = pool.imap(_one, todo)
+    else:
+        pool, results = None, map(_one, todo)
+    try:
+        for row in results:
+            done[row["config"], row["hw"]] = row
             if rows_file is not None:
                 with open(rows_file, "a") as f:
-                    f.write(json.dumps(rows[-1], default=str) + "\n")
-            if verbose or out.status == "failed":
-                print(f"config {i} {hw}: {out.status} {out.message[:300]}", flush=True)
-    return rows
+                    f.write(json.dumps(row, default=str) + "\n")
+            if verbose or row["status"] == "failed":
+                print(f"config {row['config']} {row['hw']}: {row['status']} "
+                      f"{row['message'][:300]}", flush=True)
+    finally:
+        if pool is not None:
+            pool.terminate()
+    return [done[i, hw] for i in range(n) for hw in presets]
 
 
 def main() -> None:
@@ -68,12 +81,13 @@ def main() -> None:
     ap.add_argument("--presets", default=",".join(list_device_presets()))
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--verbose", action="store_true")
+    ap.add_argument("--jobs", type=int, default=1, help="processes checking side by side")
     ap.add_argument("--rows", type=Path, default=None,
                     help="JSON-lines file of outcomes: appended to, and resumed from")
     args = ap.parse_args()
     t0 = time.perf_counter()
     rows = sweep(args.configs, args.seed, args.steps, args.presets.split(","), args.verbose,
-                 args.rows)
+                 args.rows, args.jobs)
     if args.json:
         print(json.dumps(rows, indent=2, default=str))
         return
