@@ -39,6 +39,7 @@ from sim.timing import simulate
 from .cases import Case, KernelCase, ModelCase, TuneCase, case_kind, resolve_model
 from .results import CaseResult, OpFigures
 from .sources import ScheduleSource
+from .systems import is_system, system_result
 from .tuned import TUNED_PATH, open_schedules
 
 __all__ = ["Runner", "run_case"]
@@ -72,6 +73,8 @@ class Runner:
         kind = case_kind(case)
         try:
             if isinstance(case, ModelCase):
+                if is_system(case.hw):
+                    return system_result(case, self.repeats)
                 return self._model(case)
             if isinstance(case, KernelCase):
                 return self._kernel(case)

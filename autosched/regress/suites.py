@@ -2,10 +2,12 @@
 one device holds, on every one-device preset, minutes).
 
 Changing what a suite contains bumps its ``version`` (v2: the library-kernel cases; v3
-of ``full``: the library programs of the 7B-class models and their prefill on hbm-pim).
-The baseline records the version it was written for. ``full`` lists its models and
-presets (:data:`FULL_MODELS`, :data:`FULL_PRESETS`); the 13B and 70B models and the
-multi-device systems are measured by ``experiments/bench_serving.py``, not here.
+of ``full``: the library programs of the 7B-class models and their prefill on hbm-pim;
+v4: every built-in model on the multi-device systems). The baseline records the version
+it was written for. ``full`` lists its one-device models and presets
+(:data:`FULL_MODELS`, :data:`FULL_PRESETS`) and its systems (:data:`SYSTEM_PRESETS`:
+decode of every built-in model, the 13B and 70B ones included, at batch 1; batches and
+prefill on systems are ``experiments/bench_serving.py``'s).
 
 The library-kernel program of a 7B-class model does not fit either preset (the library
 GEMV's layout needs about twice the banks the presets have), so its cases are timed on
@@ -31,6 +33,8 @@ QUICK_PRESETS = ("hbm-pim", "aim-gddr6")
 # (larger models and the multi-device systems: experiments/bench_serving.py)
 FULL_MODELS = ("llama-tiny", "llama2-7b", "llama3-8b")
 FULL_PRESETS = QUICK_PRESETS
+# every built-in model, decode on each multi-device system (partition searched)
+SYSTEM_PRESETS = ("hbm-pim-x16", "aim-gddr6-x16")
 GEMV_SHAPES = ((4096, 4096), (4096, 11008), (11008, 4096), (4096, 14336), (4096, 32000))
 GEMV_BATCHES = (1, 2, 4)
 README_CONTEXT = 1024
@@ -90,11 +94,13 @@ def _full() -> Suite:
             cases += decode_cases(model, hw, ctx, baseline=True)
             cases.append(ModelCase(model, hw, batch=4, context=256))
             cases.append(ModelCase(model, hw, phase="prefill", context=16))
+    cases += [ModelCase(model, hw, context=readme_context(model))
+              for model in list_models() for hw in SYSTEM_PRESETS]
     cases += [KernelCase(hw, n, k, b) for hw in FULL_PRESETS for n, k in GEMV_SHAPES
               for b in GEMV_BATCHES]
     cases += [TuneCase("llama2-7b", hw, "ffn_down", trials=32, cost_model="xgb")
               for hw in FULL_PRESETS]
-    return Suite("full", 3, tuple(cases), repeats=3)
+    return Suite("full", 4, tuple(cases), repeats=3)
 
 
 SUITES = {"quick": _quick, "full": _full}
