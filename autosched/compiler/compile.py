@@ -9,8 +9,9 @@ kernels (``schedules="library"``: each family's ``library`` point, its default w
 library has no kernel), or, for the plain-memory baseline, from forcing every family's
 host placement. Multi-row GEMVs are pinned to their weights' resident layout
 (``resident``), so every step reads the weights where they are. The linker plans the
-device's memory; a step that does not fit raises :class:`~sim.errors.SimError` with the
-budget.
+device's memory; when it overflows, denser KV-cache layouts (``kvfit``) and then denser
+GEMV layouts (``weightfit``) are chosen, and a step that still does not fit raises
+:class:`~sim.errors.CapacityError` with the budget.
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ from .glue import gather
 from .kvfit import compact_schedule
 from .placement import PIM_FAMILIES, PLANS, faster_default, placement_key, side_schedule
 from .resident import pin_graph
+from .weightfit import dense_schedules
 from .weights import node_constants, node_weights
 
 __all__ = ["CompiledModel", "compile_model", "library_choice", "plan_key"]
@@ -118,8 +120,10 @@ class _Builder:
     """Per-compilation state: schedule choices, kernel cache, fragments in order."""
 
     def __init__(self, graph: OpGraph, hw: Hardware, db: Database | None,
-                 schedules: dict[str, Schedule] | str | None, placement: str | None) -> None:
+                 schedules: dict[str, Schedule] | str | None, placement: str | None,
+                 fitted: frozenset[str] = frozenset()) -> None:
         self.graph, self.hw, self.db = graph, hw, db
+        self.fitted = fitted  # nodes whose given schedule is a denser layout chosen to fit
         self.library = schedules == "library"
         if isinstance(schedules, str) and not self.library:
             raise AutoschedError(f"schedules {schedules!r}: give a node -> schedule mapping "
@@ -155,7 +159,8 @@ class _Builder:
     def choose(self, n: OpNode) -> LookupResult:
         w = n.workload
         if n.name in self.schedules:
-            return LookupResult("given", w, self.schedules[n.name])
+            kind = "fitted" if n.name in self.fitted else "given"
+            return LookupResult(kind, w, self.schedules[n.name])
         if w.key not in self._looked:
             self._looked[w.key] = self._choose(w)
         return self._looked[w.key]
@@ -273,9 +278,15 @@ def compile_model(model: str | ModelConfig | None, hw: str | Hardware, *,
         return frozenset(b.home(n.name)[0] for n in graph) if keep_outputs else frozenset()
 
     cm = link_step(cfg, graph, hw, b, graph.nodes, name=f"{name}_{graph.phase}", keep=kept(b))
-    if not cm.budget.fits and (compact := _compact_kv(cm)):
+    fitted: dict[str, Schedule] = {}  # denser layouts chosen for an overflowing step
+    # the KV cache first, then the weights, then the cache in the rows the weights freed
+    for compact in (_compact_kv, dense_schedules, _compact_kv):
+        if cm.budget.fits or not (more := compact(cm)):
+            continue
+        fitted.update(more)
         given = schedules if isinstance(schedules, dict) else {}
-        b = _Builder(graph, hw, database, {**compact, **given}, placement)
+        b = _Builder(graph, hw, database, {**fitted, **given}, placement,
+                     frozenset(fitted) - frozenset(given))
         for n in graph:
             b.add(n)
         cm = link_step(cfg, graph, hw, b, graph.nodes, name=f"{name}_{graph.phase}",
@@ -312,7 +323,7 @@ def _compact_kv(cm: CompiledModel) -> dict[str, Schedule]:
     weights and host buffers leave (``kvfit``); empty when none is compact enough."""
     bd, hw = cm.budget, cm.hw
     attn = [n for n in cm.graph if n.workload.op == "attention" and
-            cm.choices[n.name].kind != "given"]
+            cm.choices[n.name].kind not in ("given", "fitted")]
     if not attn:
         return {}
     left = hw.org.rows_per_bank - (bd.weights + bd.host) // bd.row_index

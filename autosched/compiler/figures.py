@@ -19,6 +19,7 @@ from pathlib import Path
 from autosched.codegen.registry import lowering_for
 from autosched.database import Database, open_database
 from autosched.frontend import ModelConfig, OpGraph
+from sim.errors import CapacityError
 from sim.hardware import Hardware
 from sim.hwio import load_hardware
 from sim.timing import simulate
@@ -78,9 +79,14 @@ def op_rows(cm: CompiledModel) -> list[dict]:
 
 def plain_memory_ns(model: str | ModelConfig, hw: str | Hardware, *, phase: str = "decode",
                     batch: int = 1, context: int | None = None) -> float:
-    """Latency of the step with every operator on its plain-memory path, unfused."""
-    base = compile_model(model, hw, phase=phase, batch=batch, context=context, fusion={},
-                         placement="host")
+    """Latency of the step with every operator on its plain-memory path, unfused; nan
+    when that program does not fit the device (the weights fit only in denser layouts
+    than the ones the host path reads)."""
+    try:
+        base = compile_model(model, hw, phase=phase, batch=batch, context=context,
+                             fusion={}, placement="host")
+    except CapacityError:
+        return math.nan
     return simulate(base.program, base.hw).latency_ns
 
 

@@ -1,0 +1,47 @@
+"""Denser GEMV layouts when a step's weights overflow the device (``compiler.weightfit``)."""
+
+from __future__ import annotations
+
+import pytest
+
+from autosched.compiler import compile_model, run_check
+from autosched.compiler.weightfit import layout_options
+from autosched.frontend import ModelConfig
+from sim.errors import CapacityError
+from sim.hwio import load_hardware
+
+# ffn_down (1024 x 2816) fills 8 rows per bank with its default layout on aim-gddr6 and 6
+# with a denser one; the whole step needs 34 rows with the defaults
+WIDE = ModelConfig("llama", hidden=1024, intermediate=2816, layers=1, heads=8, kv_heads=2,
+                   head_dim=128, vocab=997, max_positions=64, name="wide")
+
+
+def _rows(n: int):
+    d = load_hardware("aim-gddr6").to_dict()
+    return load_hardware({**d, "name": f"aim-{n}rows", "org": {**d["org"], "rows_per_bank": n}})
+
+
+def test_options_start_at_the_chosen_layout_and_trade_rows_for_latency() -> None:
+    cm = compile_model(WIDE, "aim-gddr6", context=16)
+    hw = load_hardware("aim-gddr6")
+    for n in cm.graph:
+        c = cm.choices[n.name]
+        if c.workload.op != "gemv":
+            continue
+        opts = layout_options(c.workload, hw, c.schedule)
+        assert opts[0][2] == c.schedule
+        rows = [o[0] for o in opts]
+        assert rows == sorted(rows, reverse=True) and len(set(rows)) == len(rows)
+        assert [o[1] for o in opts[1:]] == sorted(o[1] for o in opts[1:])
+
+
+def test_a_step_that_overflows_takes_denser_layouts_and_still_computes_right() -> None:
+    with pytest.raises(CapacityError):  # not even the densest layouts fit 30 rows
+        compile_model(WIDE, _rows(30), context=16)
+    hw = _rows(31)  # a denser KV cache is not enough: ffn_down moves to 6 rows as well
+    cm = compile_model(WIDE, hw, context=16)
+    assert cm.budget.fits
+    fitted = {n.role for n in cm.graph if cm.choices[n.name].kind == "fitted"}
+    assert fitted == {"attn", "ffn_down"}
+    rep = run_check(WIDE, hw, steps=2, db=None)
+    assert rep.passed, rep.max_rel_err
