@@ -41,6 +41,14 @@ def test_exact_match_reports_the_best_schedule(db, capsys):
     assert d["latency_ns"] == pytest.approx(fake_latency(W, 3))
 
 
+def test_a_tuned_shape_far_from_the_query_is_not_reused(db, capsys):
+    # n 64 -> 320: |log 5| = 1.61 > NEAREST_RADIUS; n 64 -> 288: 1.50, still near
+    assert main(_lookup(db, "m=1,n=320,k=64", "--json")) == 0
+    assert json.loads(capsys.readouterr().out)["kind"] == "default"
+    assert main(_lookup(db, "m=1,n=288,k=64", "--json")) == 0
+    assert json.loads(capsys.readouterr().out)["kind"] == "nearest"
+
+
 def test_nearest_names_the_workload_it_came_from(db, capsys):
     assert main(_lookup(db, "m=1,n=96,k=64")) == 0
     out = capsys.readouterr().out
