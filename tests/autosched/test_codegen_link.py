@@ -15,13 +15,17 @@ from sim.timing import simulate
 from sim.validate import validate
 
 
+def _chain_tensors(seed: int, n: int, k: int) -> tuple[np.ndarray, ...]:
+    """W1 [n, k], W2 [24, n] and x [1, k] of small integers (exact in fp16 and bf16)."""
+    rng = np.random.default_rng(seed)
+    return tuple(rng.integers(-1, 2, shape).astype(np.float32)
+                 for shape in ((n, k), (24, n), (1, k)))
+
+
 @pytest.mark.parametrize("hw_name", ["hbm-pim", "aim-gddr6"])
 def test_two_gemvs_chain_through_a_global_buffer(hw_name: str) -> None:
     hw = load_hardware(hw_name)
-    rng = np.random.default_rng(0)
-    w1 = rng.integers(-1, 2, (48, 40)).astype(np.float32)
-    w2 = rng.integers(-1, 2, (24, 48)).astype(np.float32)
-    x = rng.integers(-1, 2, (1, 40)).astype(np.float32)
+    w1, w2, x = _chain_tensors(0, 48, 40)
     k1 = gemv(hw, 48, 40)
     k2 = gemv(hw, 24, 48, opts=GemvOpts(k_split=2))  # two channel slices: refinement
     linked = link([Fragment("a", k1, (("x", "in"), ("y", "h"))),
@@ -46,10 +50,7 @@ def test_two_gemvs_chain_through_a_global_buffer(hw_name: str) -> None:
 @pytest.mark.parametrize("hw_name", ["hbm-pim", "aim-gddr6"])
 def test_weights_staged_on_the_host_take_no_device_memory(hw_name: str) -> None:
     hw = load_hardware(hw_name)
-    rng = np.random.default_rng(1)
-    w1 = rng.integers(-1, 2, (64, 40)).astype(np.float32)
-    w2 = rng.integers(-1, 2, (24, 64)).astype(np.float32)
-    x = rng.integers(-1, 2, (1, 40)).astype(np.float32)
+    w1, w2, x = _chain_tensors(1, 64, 40)
     k1, k2 = gemv_host(hw, 64, 40, 1, GemvOpts()), gemv_host(hw, 24, 64, 1, GemvOpts())
     assert k1.staged == ("Wl",)
     linked = link([Fragment("a", k1, (("x", "in"), ("z", "h"))),
