@@ -98,6 +98,14 @@ class Schedule:
         """Stable text key, e.g. ``gemv@v1:double_buffer=true,order="nk",tile=64``."""
         return self._key
 
+    @staticmethod
+    def key_of(space: Space, point: dict[str, Any]) -> str:
+        """``Schedule.of(space, point).key`` without building the schedule, for a point
+        whose names and values are already valid (e.g. drawn from the space itself)."""
+        body = ",".join(f"{k}={_text(v if type(v) in _PLAIN else norm(v))}"
+                        for k, v in sorted(point.items()))
+        return f"{space.name}@v{space.version}:{body}"
+
     def to_dict(self) -> dict:
         return {"space": self.space, "version": self.version, "params": dict(self.params)}
 

@@ -9,6 +9,7 @@ channel of a group and loops stay compact. Bank targets are a start bank and a s
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field, fields
 from typing import ClassVar
 
@@ -71,14 +72,20 @@ class BufRef:
         return n
 
 
+@functools.cache
+def _operand_fields(cls: type) -> tuple[tuple[str, bool], ...]:
+    """(name, annotated Affine) of every field of dataclass ``cls``."""
+    return tuple((f.name, f.type == "Affine") for f in fields(cls))
+
+
 def _normalise(obj: object) -> None:
     """Turn int operands into Affine and lists into tuples on a frozen dataclass."""
-    for f in fields(obj):
-        v = getattr(obj, f.name)
-        if f.type == "Affine" and not isinstance(v, Affine):
-            object.__setattr__(obj, f.name, Affine(int(v)))
+    for name, affine in _operand_fields(type(obj)):
+        v = getattr(obj, name)
+        if affine and not isinstance(v, Affine):
+            object.__setattr__(obj, name, Affine(int(v)))
         elif isinstance(v, list):
-            object.__setattr__(obj, f.name, tuple(v))
+            object.__setattr__(obj, name, tuple(v))
 
 
 class Instr:

@@ -64,7 +64,7 @@ class CandidatePool:
         self._valid: dict[str, dict] | None = None
 
     def key(self, point: dict) -> str:
-        return Schedule.of(self.space, point).key
+        return Schedule.key_of(self.space, point)
 
     def candidate(self, point: dict) -> Candidate | None:
         """The lowered candidate of a point, or None if the code generator rejects it (cached)."""

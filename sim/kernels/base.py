@@ -9,7 +9,7 @@ padded (zeros beyond the logical shape) are padded by :meth:`Kernel.run`.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
 
 import numpy as np
@@ -19,7 +19,7 @@ from ..hardware import Hardware
 from ..isa import Affine, BufRef, aff
 from ..program import Loop, Node, Program
 
-__all__ = ["Kernel", "affine_sum", "ceil_div", "loop", "pad_to", "round_up"]
+__all__ = ["Kernel", "affine_sum", "ceil_div", "loop", "loop_nest", "pad_to", "round_up"]
 
 Place = Callable[[object, dict[str, np.ndarray]], None]
 
@@ -57,30 +57,31 @@ def _open_fields(cls: type) -> tuple[str, ...]:
 _ATOMS = frozenset({int, float, str, bool, type(None)})
 
 
-def _fix(v: object, var: str) -> object:
-    """``v`` with loop variable ``var`` set to 0 (Affines, BufRefs, tuples, nodes); parts
-    that do not mention ``var`` are returned as they are, not rebuilt."""
+def _fix(v: object, zero: frozenset[str]) -> object:
+    """``v`` with every loop variable of ``zero`` set to 0 (Affines, BufRefs, tuples,
+    nodes, nested loops' bodies included); parts that mention none of them are returned
+    as they are, not rebuilt."""
     t = type(v)
     if t in _ATOMS:
         return v
     if t is Affine or isinstance(v, Affine):
         for term in v.terms:
-            if term[0] == var:
-                return Affine(v.base, tuple(x for x in v.terms if x[0] != var))
+            if term[0] in zero:
+                return Affine(v.base, tuple(x for x in v.terms if x[0] not in zero))
         return v
     if t is tuple:
         out = None
         for i, x in enumerate(v):
             if type(x) in _ATOMS:
                 continue
-            y = _fix(x, var)
+            y = _fix(x, zero)
             if y is not x:
                 if out is None:
                     out = list(v)
                 out[i] = y
         return v if out is None else tuple(out)
     if t is Loop:
-        body = _fix(v.body, var)
+        body = _fix(v.body, zero)
         return v if body is v.body else Loop(v.var, v.count, body)
     if t is BufRef or hasattr(t, "__dataclass_fields__"):
         changed = None
@@ -91,13 +92,13 @@ def _fix(v: object, var: str) -> object:
                 continue
             if to is Affine:  # the common operand, inlined
                 for term in old.terms:
-                    if term[0] == var:
+                    if term[0] in zero:
                         break
                 else:
                     continue
-                new = Affine(old.base, tuple(x for x in old.terms if x[0] != var))
+                new = Affine(old.base, tuple(x for x in old.terms if x[0] not in zero))
             else:
-                new = _fix(old, var)
+                new = _fix(old, zero)
             if new is not old:
                 if changed is None:
                     changed = {}
@@ -117,9 +118,20 @@ def _rebuilt(v: object, changed: dict[str, object]) -> object:
 
 def loop(var: str, count: int, body: tuple[Node, ...] | list[Node]) -> list[Node]:
     """``[Loop(var, count, body)]``, or ``body`` itself with ``var = 0`` when count is 1."""
-    if count == 1:
-        return [_fix(n, var) for n in body]
-    return [Loop(var, count, tuple(body))]
+    return loop_nest(((var, count),), body)
+
+
+def loop_nest(nest: Sequence[tuple[str, int]], body: tuple[Node, ...] | list[Node]
+              ) -> list[Node]:
+    """``loop`` applied from the last (innermost) ``(var, count)`` of ``nest`` outwards, in
+    one pass over ``body`` for every count-1 variable together (nesting ``loop`` calls
+    walks the body again at each level)."""
+    zero = frozenset(var for var, count in nest if count == 1)
+    out = [_fix(n, zero) for n in body] if zero else list(body)
+    for var, count in reversed(nest):
+        if count != 1:
+            out = [Loop(var, count, tuple(out))]
+    return out
 
 
 def pad_to(x: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:

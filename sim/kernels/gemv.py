@@ -18,7 +18,7 @@ import numpy as np
 from ..hardware import Hardware
 from ..isa import Act, Affine, BufRef, ClrAcc, HostOp, Mac, Pre, RdAcc, Signal, Wait, WrGb, aff
 from ..program import Buffer, Node, Program, Stream
-from .base import Kernel, affine_sum, loop, pad_to
+from .base import Kernel, affine_sum, loop, loop_nest, pad_to
 from .gemv_layout import GemvOpts, GemvPlan, plan_gemv
 
 __all__ = ["gemv", "place_gemv", "plan_from_json", "plan_json", "unpack_layout"]
@@ -122,7 +122,7 @@ def _macs(pl: GemvPlan, bank: int, q: Affine, half: int) -> list[Node]:
     reg = affine_sum(reg, b=rb, p=pl.R if tile_outer else 0)
     gb = affine_sum(half, aff(0, **{v: s * pl.Kr for v, s in q.terms}), q.base * pl.Kr, b=pl.T)
     mac = Mac(bank, pl.bpu, aff(0, c=pl.segcols), pl.segcols, gb, reg, pl.opts.mode, lane)
-    return loop("c", pl.spr, loop("b", pl.Br, (mac,)))
+    return loop_nest((("c", pl.spr), ("b", pl.Br)), (mac,))
 
 
 def _rows(pl: GemvPlan, t: Affine, half: int) -> list[Node]:
@@ -138,8 +138,10 @@ def _rows(pl: GemvPlan, t: Affine, half: int) -> list[Node]:
         )
     else:
         body = (Act(0, pl.bpu, row), *_macs(pl, 0, aff(0, qb=1), half), Pre(0, pl.bpu))
-    nest = loop("a", pl.na, loop("bb", pl.nb, loop("qb", pl.rpsb, body)))
-    return loop("p", pl.P, nest) if pl.opts.loop_order == "tile_outer" else nest
+    nest = (("a", pl.na), ("bb", pl.nb), ("qb", pl.rpsb))
+    if pl.opts.loop_order == "tile_outer":
+        nest = (("p", pl.P), *nest)
+    return loop_nest(nest, body)
 
 
 def _tiles(pl: GemvPlan, kk: int) -> list[Node]:
@@ -176,7 +178,7 @@ def _stream(pl: GemvPlan, kk: int) -> Stream:
                                 *loop("b", pl.Br, (rd,))))
     else:
         body = [ClrAcc(0, pl.bpu, aff(0), pl.Br * pl.P * pl.R), *_tiles(pl, kk),
-                *loop("b", pl.Br, loop("p", pl.P, (rd,)))]
+                *loop_nest((("b", pl.Br), ("p", pl.P)), (rd,))]
     chans = tuple(range(kk * pl.Co, (kk + 1) * pl.Co))
     return Stream(f"pim{kk}", "pim", chans, (*loop("bg", pl.nbg, body), Signal(f"gemv{kk}")))
 

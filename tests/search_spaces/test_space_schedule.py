@@ -84,3 +84,12 @@ def test_property_json_round_trip(params: dict) -> None:
     back = Schedule.from_json(sch.to_json())
     assert back == sch and back.key == sch.key and hash(back) == hash(sch)
     assert back.point == params and all(type(back.point[k]) is type(v) for k, v in params.items())
+
+
+@given(st.dictionaries(st.from_regex(r"[a-z_][a-z0-9_]{0,6}", fullmatch=True), VALUES,
+                       max_size=6))
+def test_property_key_of_is_the_key_of_the_schedule(params: dict) -> None:
+    s = Space("any", 3, ())
+    # the text key is json's spelling of every value, bools and strings included
+    body = ",".join(f"{k}={json.dumps(v)}" for k, v in sorted(params.items()))
+    assert Schedule.key_of(s, params) == Schedule.of(s, params).key == f"any@v3:{body}"

@@ -9,6 +9,8 @@ PIM, wait for the probabilities (``p``), MAC them against V and signal ``o{si}``
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from search_spaces.attention import AttnPlan, TensorLayout
 from sim.isa import (
     Act,
@@ -25,7 +27,7 @@ from sim.isa import (
     WrGb,
     aff,
 )
-from sim.kernels.base import affine_sum, loop
+from sim.kernels.base import affine_sum, loop, loop_nest
 from sim.program import Node, Stream
 
 __all__ = ["pim_stream", "query_groups"]
@@ -49,13 +51,13 @@ def query_groups(pl: AttnPlan, rows: int) -> tuple[list[tuple[str, int]], list[A
 
 
 def _nest(loops: list[tuple[str, int]], body: list[Node]) -> list[Node]:
-    for var, n in reversed(loops):
-        body = loop(var, n, body)
-    return body
+    return loop_nest(loops, body)
 
 
-def _slots(pl: AttnPlan, body: list[Node]) -> list[Node]:
-    return _nest([("bi", pl.b), ("gs", pl.kvh // pl.kc)], body)
+def _slots(pl: AttnPlan, body: list[Node], inner: Sequence[tuple[str, int]] = ()
+           ) -> list[Node]:
+    """``body`` in the loops over sequences and kv-head groups, around ``inner`` loops."""
+    return _nest([("bi", pl.b), ("gs", pl.kvh // pl.kc), *inner], body)
 
 
 def _slot_row(pl: AttnPlan, t: TensorLayout) -> Affine:
@@ -120,7 +122,7 @@ def _scores(pl: AttnPlan, si: int) -> list[Node]:
     passes = pl.passes_of(pl.K, si)
     if passes == 0:
         return []
-    return _slots(pl, _nest(loops, [*gbw, *loop("p", passes, body)]))
+    return _slots(pl, [*gbw, *loop("p", passes, body)], loops)
 
 
 def _scale(a: Affine, k: int) -> Affine:
@@ -142,7 +144,7 @@ def _reads(pl: AttnPlan, t: TensorLayout, si: int, buf: str) -> list[Node]:
     body += [RdBank(bk, 0, pl.ppr * pl.cols, BufRef(buf, affine_sum(base, bk * per), (per,)))
              for bk in order]
     body += [Pre(bk, 0) for bk in order]
-    return _slots(pl, loop("p", passes, body))
+    return _slots(pl, body, [("p", passes)])
 
 
 def _wsum(pl: AttnPlan, si: int) -> list[Node]:
@@ -163,7 +165,7 @@ def _wsum(pl: AttnPlan, si: int) -> list[Node]:
     passes = pl.passes_of(pl.V, si)
     macs = loop("p", passes, body) if passes else []
     inner = [ClrAcc(0, st, 0, pl.qv * cpp), *macs, *rd]
-    return _slots(pl, _nest(loops, inner))
+    return _slots(pl, inner, loops)
 
 
 def pim_stream(pl: AttnPlan, si: int) -> Stream:
