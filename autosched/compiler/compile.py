@@ -36,7 +36,7 @@ from autosched.frontend.checkpoint import Weights
 from autosched.fusion import TOKEN_IDS, FusedView, operands, output_width
 from autosched.lookup import LookupResult, lookup
 from search_spaces import Schedule, Workload
-from sim.errors import AutoschedError, InternalError, ProgramError
+from sim.errors import AutoschedError, CapacityError, InternalError, ProgramError
 from sim.hardware import Hardware
 from sim.hwio import load_hardware
 from sim.kernels import Kernel
@@ -46,7 +46,7 @@ from .glue import gather
 from .kvfit import compact_schedule
 from .placement import PIM_FAMILIES, PLANS, faster_default, placement_key, side_schedule
 from .resident import pin_graph
-from .weightfit import dense_schedules
+from .weightfit import dense_schedules, repin
 from .weights import node_constants, node_weights
 
 __all__ = ["CompiledModel", "compile_model", "library_choice", "plan_key"]
@@ -121,9 +121,9 @@ class _Builder:
 
     def __init__(self, graph: OpGraph, hw: Hardware, db: Database | None,
                  schedules: dict[str, Schedule] | str | None, placement: str | None,
-                 fitted: frozenset[str] = frozenset()) -> None:
+                 fitted: dict[str, Schedule] | None = None) -> None:
         self.graph, self.hw, self.db = graph, hw, db
-        self.fitted = fitted  # nodes whose given schedule is a denser layout chosen to fit
+        self.fitted = fitted or {}  # denser layouts chosen to fit, over everything else
         self.library = schedules == "library"
         if isinstance(schedules, str) and not self.library:
             raise AutoschedError(f"schedules {schedules!r}: give a node -> schedule mapping "
@@ -158,9 +158,10 @@ class _Builder:
 
     def choose(self, n: OpNode) -> LookupResult:
         w = n.workload
+        if n.name in self.fitted:
+            return LookupResult("fitted", w, self.fitted[n.name])
         if n.name in self.schedules:
-            kind = "fitted" if n.name in self.fitted else "given"
-            return LookupResult(kind, w, self.schedules[n.name])
+            return LookupResult("given", w, self.schedules[n.name])
         if w.key not in self._looked:
             self._looked[w.key] = self._choose(w)
         return self._looked[w.key]
@@ -271,26 +272,37 @@ def compile_model(model: str | ModelConfig | None, hw: str | Hardware, *,
     if placement not in (None, *PLANS):
         raise AutoschedError(f"placement {placement!r} is not one of {', '.join(PLANS)}")
     graph = pin_graph(graph, hw, database)
-    b = _Builder(graph, hw, database, schedules, placement)
-    for n in graph:
-        b.add(n)
-    def kept(b: _Builder) -> frozenset[str]:
-        return frozenset(b.home(n.name)[0] for n in graph) if keep_outputs else frozenset()
 
-    cm = link_step(cfg, graph, hw, b, graph.nodes, name=f"{name}_{graph.phase}", keep=kept(b))
-    fitted: dict[str, Schedule] = {}  # denser layouts chosen for an overflowing step
-    # the KV cache first, then the weights, then the cache in the rows the weights freed
-    for compact in (_compact_kv, dense_schedules, _compact_kv):
-        if cm.budget.fits or not (more := compact(cm)):
-            continue
-        fitted.update(more)
-        given = schedules if isinstance(schedules, dict) else {}
-        b = _Builder(graph, hw, database, {**fitted, **given}, placement,
-                     frozenset(fitted) - frozenset(given))
-        for n in graph:
-            b.add(n)
-        cm = link_step(cfg, graph, hw, b, graph.nodes, name=f"{name}_{graph.phase}",
-                       keep=kept(b))
+    def fit(graph: OpGraph) -> CompiledModel:
+        """Build and link; when the plan overflows, the KV cache first, then the weights,
+        then the cache in the rows the weights freed take denser layouts."""
+        fitted: dict[str, Schedule] = {}
+        cm = None
+        for compact in (None, _compact_kv, dense_schedules, _compact_kv):
+            if compact is not None and (cm.budget.fits or not (more := compact(cm))):
+                continue
+            if compact is not None:
+                fitted.update(more)
+            b = _Builder(graph, hw, database, schedules, placement, fitted)
+            for n in graph:
+                b.add(n)
+            keep = frozenset(b.home(n.name)[0] for n in graph) if keep_outputs else frozenset()
+            cm = link_step(cfg, graph, hw, b, graph.nodes, name=f"{name}_{graph.phase}",
+                           keep=keep)
+        return cm
+
+    cm = fit(graph)
+    if not cm.budget.fits and cfg is not None and graph.batch * graph.tokens > 1:
+        # steps of several rows read the weights where batch-1 decode keeps them: when
+        # that step fits only through denser layouts, these pin the same ones
+        try:
+            one = compile_model(cfg, hw, db=database, context=graph.context, fusion=fusion,
+                                placement=placement)
+        except CapacityError:
+            one = None
+        if one is not None and (moved := repin(graph, one)) is not None:
+            graph = moved
+            cm = fit(graph)
     cm.budget.check(f"{name} {graph.phase} batch {graph.batch} context {graph.context} "
                     f"on {hw.name}")
     try:  # every kernel was validated by build(); what is left to break is the linking

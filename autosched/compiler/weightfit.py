@@ -13,15 +13,17 @@ densest layouts when none fits (the rows they free may let a denser cache fit).
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from autosched.codegen.families.gemv.lowering import GemvLowering
 from autosched.codegen.registry import build, lowering_for, space_of
 from search_spaces import Schedule, Workload
 from search_spaces.gemv import point_opts
 from sim.hardware import Hardware
-from sim.kernels.gemv_layout import plan_gemv
+from sim.kernels.gemv_layout import layout_key, plan_gemv
 from sim.timing import simulate
 
-__all__ = ["dense_schedules", "layout_options"]
+__all__ = ["dense_schedules", "layout_options", "repin"]
 
 _ROW_COUNTS = 8  # densest row counts considered per workload
 _TRIES = 2  # points simulated per row count
@@ -97,3 +99,31 @@ def dense_schedules(cm) -> dict[str, Schedule]:
         need -= saved
     return {name: options[key][at[key]][2] for key, names in groups.items() if at[key]
             for name in names}
+
+
+def _weight(w: Workload) -> tuple:
+    """What identifies a GEMV's weights across steps: its n, k and attributes but layout."""
+    return (w.dims["n"], w.dims["k"], tuple((k, v) for k, v in w.attrs if k != "layout"))
+
+
+def repin(graph, one) -> object | None:
+    """``graph`` (a step of several rows) with each pinned GEMV moved to the layout its
+    weights were fitted to in ``one``, the compiled batch-1 decode step; None when no
+    weight of ``one`` was fitted or none of ``graph`` moves."""
+    layouts = {}
+    for n in one.graph:
+        c = one.choices[n.name]
+        if c.kind == "fitted" and c.workload.op == "gemv":
+            d = c.workload.dims
+            opts = point_opts(c.schedule.point).resolve(one.hw, d["n"], d["k"], 1)
+            layouts[_weight(c.workload)] = layout_key(opts)
+    nodes, moved = [], False
+    for n in graph.nodes:
+        w = n.workload
+        key = layouts.get(_weight(w)) if w.op in ("gemv", "gemm") else None
+        if key is not None and w.attr("layout") not in (None, key):
+            attrs = tuple(sorted({**dict(w.attrs), "layout": key}.items()))
+            n = replace(n, workload=Workload(w.op, w.shape, w.dtype, attrs))
+            moved = True
+        nodes.append(n)
+    return replace(graph, nodes=tuple(nodes)) if moved else None

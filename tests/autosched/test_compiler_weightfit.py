@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
+import torch
+from transformers import StaticCache
 
 from autosched.compiler import compile_model, run_check
 from autosched.compiler.weightfit import layout_options
 from autosched.frontend import ModelConfig
+from autosched.frontend.source import load_source
+from search_spaces.gemv import point_opts
 from sim.errors import CapacityError
+from sim.functional import DeviceMemory, execute
 from sim.hwio import load_hardware
+from sim.kernels.gemv_layout import layout_key
 
 # ffn_down (1024 x 2816) fills 8 rows per bank with its default layout on aim-gddr6 and 6
 # with a denser one; the whole step needs 34 rows with the defaults
@@ -45,3 +52,30 @@ def test_a_step_that_overflows_takes_denser_layouts_and_still_computes_right() -
     assert fitted == {"attn", "ffn_down"}
     rep = run_check(WIDE, hw, steps=2, db=None)
     assert rep.passed, rep.max_rel_err
+
+
+def test_prefill_reads_the_weights_where_the_fitted_decode_step_keeps_them() -> None:
+    """Steps of several rows pin their weights to batch-1 decode's layouts: when those are
+    fitted, the prefill step pins the fitted ones, fits, and computes what torch does."""
+    hw = _rows(31)
+    decode = compile_model(WIDE, hw, context=4)
+    down = next(n for n in decode.graph if n.role == "ffn_down")
+    assert decode.choices[down.name].kind == "fitted"
+    cm = compile_model(WIDE, hw, phase="prefill", context=4)
+    assert cm.budget.fits
+    pinned = {n.workload.attr("layout") for n in cm.graph if n.role == "ffn_down"}
+    d = down.workload.dims
+    want = layout_key(point_opts(decode.choices[down.name].schedule.point)
+                      .resolve(hw, d["n"], d["k"], 1))
+    assert pinned == {want}
+    src = load_source(cm.cfg, dtype="bf16")
+    mem = DeviceMemory(cm.hw)
+    cm.place(mem, src.weights)
+    ids = np.array([[5, 17, 3, 9]])
+    out = execute(cm.program, cm.hw, mem, cm.inputs(src.weights, ids, np.arange(4)))
+    cache = StaticCache(config=src.reference.config, max_cache_len=4)
+    with torch.no_grad():
+        ref = src.reference(input_ids=torch.from_numpy(ids), cache=cache, use_cache=True,
+                            logits_to_keep=1).logits.reshape(-1).numpy()
+    got = out[cm.logits][: cm.cfg.vocab]
+    assert np.max(np.abs(got - ref)) <= 0.02 * np.max(np.abs(ref))
