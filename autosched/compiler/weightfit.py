@@ -14,6 +14,7 @@ densest layouts when none fits (the rows they free may let a denser cache fit).
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from autosched.codegen.families.gemv.lowering import GemvLowering
 from autosched.codegen.registry import build, lowering_for, space_of
@@ -22,6 +23,11 @@ from search_spaces.gemv import point_opts
 from sim.hardware import Hardware
 from sim.kernels.gemv_layout import layout_key, plan_gemv
 from sim.timing import simulate
+
+if TYPE_CHECKING:
+    from autosched.frontend import OpGraph
+
+    from .compile import CompiledModel
 
 __all__ = ["dense_schedules", "layout_options", "repin"]
 
@@ -64,7 +70,7 @@ def layout_options(w: Workload, hw: Hardware, current: Schedule) -> list[Option]
     return [first, *kept[::-1]]
 
 
-def dense_schedules(cm) -> dict[str, Schedule]:
+def dense_schedules(cm: CompiledModel) -> dict[str, Schedule]:
     """Node name -> denser GEMV schedule so that ``cm``'s step fits its device, choosing
     the least added latency per row saved (the densest layouts when even they do not
     fit); empty when the step fits. Only GEMVs whose schedule was looked up, placed in
@@ -106,7 +112,7 @@ def _weight(w: Workload) -> tuple:
     return (w.dims["n"], w.dims["k"], tuple((k, v) for k, v in w.attrs if k != "layout"))
 
 
-def repin(graph, one) -> object | None:
+def repin(graph: OpGraph, one: CompiledModel) -> OpGraph | None:
     """``graph`` (a step of several rows) with each pinned GEMV moved to the layout its
     weights were fitted to in ``one``, the compiled batch-1 decode step; None when no
     weight of ``one`` was fitted or none of ``graph`` moves."""
