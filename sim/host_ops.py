@@ -117,6 +117,13 @@ def _copy_cols(op: HostOp, src: Arr, base: Arr) -> Arr:
     return out
 
 
+def _permute(op: HostOp, x: Arr) -> Arr:
+    """``x`` (shaped as the input) with its axes reordered by attr ``axes`` (comma-separated
+    indices, as numpy's ``transpose``)."""
+    axes = tuple(int(a) for a in str(op.attr("axes")).split(","))
+    return np.transpose(x.reshape(op.ins[0].shape), axes)
+
+
 def _reduce_sum(op: HostOp, x: Arr) -> Arr:
     return x.sum(axis=int(op.attr("axis", -1)))
 
@@ -189,6 +196,7 @@ HOST_OPS: dict[str, HostOpSpec] = {
     "matmul": HostOpSpec(2, _matmul, _matmul_flops),
     "matmul_layout": HostOpSpec(2, _matmul_layout, _matmul_flops),
     "reduce_sum": HostOpSpec(1, _reduce_sum, _in_elems(1)),
+    "permute": HostOpSpec(1, _permute, _per_out(0)),
     "embedding": HostOpSpec(2, _embedding, _per_out(0)),
     "argmax": HostOpSpec(1, _argmax, _in_elems(1)),
     "extern": HostOpSpec(-1, _extern, lambda op: float(op.attr("flops", op.outs[0].size))),

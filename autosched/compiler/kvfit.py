@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from autosched.codegen.registry import build, lowering_for, space_of
 from search_spaces import Schedule, Workload
-from search_spaces.attention import cache_rows
+from search_spaces.attention import cache_rows, channels_used
 from search_spaces.attention.geometry import attention_shape
 from search_spaces.attention.space import capacity_of
 from sim.hardware import Hardware
@@ -35,14 +35,13 @@ def compact_schedule(w: Workload, hw: Hardware, max_rows: int) -> Schedule | Non
     for p in space.enumerate():
         if cache_rows(shape, p) > max_rows:
             continue
-        group = (p["scores"], p["wsum"], p["kv_channels"] * p["seq_split"])
+        group = (p["scores"], p["wsum"], channels_used(p))
         same = sum(p.get(k) == v for k, v in default.items())
         if group not in best or same > best[group][0]:
             best[group] = (same, p)
     if not best:
         return None
-    ranked = sorted(best.values(), key=lambda sp: (-sp[1]["kv_channels"] * sp[1]["seq_split"],
-                                                   -sp[0]))[:_TRIES]
+    ranked = sorted(best.values(), key=lambda sp: (-channels_used(sp[1]), -sp[0]))[:_TRIES]
     timed = []
     for i, (_, p) in enumerate(ranked):
         s = Schedule.of(space, p)

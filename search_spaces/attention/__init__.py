@@ -8,7 +8,7 @@ from search_spaces.attention.geometry import (
     attention_shape,
     plan_attention,
 )
-from search_spaces.attention.rules import ATTN_RULES, AttnShape, cache_rows
+from search_spaces.attention.rules import ATTN_RULES, AttnShape, cache_rows, channels_used
 from search_spaces.attention.space import (
     attention_default,
     attention_space,
@@ -18,5 +18,6 @@ from search_spaces.attention.space import (
 )
 
 __all__ = ["ATTN_RULES", "AttnPlan", "AttnShape", "Piece", "TensorLayout", "attention_default",
-           "attention_shape", "attention_space", "cache_rows", "capacity_of", "plan_attention",
+           "attention_shape", "attention_space", "cache_rows", "capacity_of",
+           "channels_used", "plan_attention",
            "qrow_options", "shape_of"]

@@ -4,9 +4,11 @@ The one home of the layout: the attention space's constraints are the rules this
 checks (:mod:`.rules`, which also derives the padded widths), and the code generator
 (``autosched.codegen.families.attention``) lowers the plan.
 
-Channels: ``seq_split`` streams ``si`` of ``kv_channels`` channels each; channel ``ch`` of
-a stream serves kv heads ``g = gs * kv_channels + ch`` for every batch row ``bi``, one
-"slot" ``sigma = bi * (kvh // kv_channels) + gs`` at a time. Cache slots are dealt in
+Channels: ``batch_split * seq_split`` streams, stream ``k = bj * seq_split + si`` on
+channels ``[k * kv_channels, (k + 1) * kv_channels)``; batch group ``bj`` holds the ``bpb = b /
+batch_split`` sequences ``bi = bj * bpb + bl``. Channel ``ch`` of a stream serves kv heads
+``g = gs * kv_channels + ch`` of each of its sequences, one "slot" ``sigma = bl * (kvh //
+kv_channels) + gs`` at a time. Cache slots are dealt in
 chunks: chunk ``c`` goes to stream ``c % seq_split``, pass ``c // seq_split``; position
 ``p`` lives in slot ``p % span`` (a ring when a sliding window is shorter than the
 capacity), ``live = min(l, span)`` slots hold positions.
@@ -99,6 +101,7 @@ class AttnPlan:
     K: TensorLayout
     V: TensorLayout
     lanes: int = 16  # elements per column
+    Bs: int = 1  # batch groups (streams per sequence split)
     dk: int = 0  # a position's elements padded to whole columns (q, K, plain V)
     dv: int = 0  # V elements per position as laid out (vpim: uv * cpp * lanes; plain: dk)
     span: int = 0  # cache slots
@@ -127,8 +130,26 @@ class AttnPlan:
         return self.dk if name in ("q", "k") else self.dv
 
     @property
+    def own(self) -> bool:
+        """Whether the host multiplies with the step's own k and v: every position is new
+        (a prompt from an empty cache) and both products run on the host, so the banks
+        only store the cache and nothing is read back."""
+        return self.q == self.l and self.scores == "host" and self.wsum == "host"
+
+    @property
+    def bpb(self) -> int:
+        """Sequences of one batch group."""
+        return self.b // self.Bs
+
+    @property
+    def streams(self) -> int:
+        """PIM streams: one per (batch group, sequence split)."""
+        return self.Bs * self.S
+
+    @property
     def slots(self) -> int:
-        return self.b * (self.kvh // self.kc)
+        """Slots of one channel: its group's sequences times its kv heads."""
+        return self.bpb * (self.kvh // self.kc)
 
     @property
     def rows(self) -> int:
@@ -201,7 +222,8 @@ def plan_attention(w_dims: dict[str, int], cap: int, point: dict, hw: Hardware,
         K = _layout("kpim", U * ppu, ceil_div(ppu, ppr), span, S, 0)
     else:
         K = _layout("plain", sh.plain, 1, span, S, 0)
-    slots = b * (kvh // point["kv_channels"])
+    Bs = point.get("batch_split", 1)
+    slots = b // Bs * (kvh // point["kv_channels"])
     vbase = K.rows(slots)
     uv, cpp = sh.uv(point), sh.cpp(point)
     if point["wsum"] == "pim":
@@ -214,5 +236,5 @@ def plan_attention(w_dims: dict[str, int], cap: int, point: dict, hw: Hardware,
                     wsum=point["wsum"], qv=point.get("v_qrows", 1), U=U,
                     bpu=hw.pim.banks_per_unit, NB=nb, bg=hw.org.bank_groups, E=E,
                     cpr=hw.columns_per_row, ppr=ppr, pps=pps, ppu=ppu, uv=uv, cpp=cpp,
-                    K=K, V=V, lanes=lanes, dk=sh.dk, dv=dv, span=span, window=window,
+                    K=K, V=V, lanes=lanes, Bs=Bs, dk=sh.dk, dv=dv, span=span, window=window,
                     scale=scale if scale is not None else d ** -0.5)

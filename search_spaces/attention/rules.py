@@ -26,7 +26,7 @@ from sim.hardware import Hardware
 from sim.kernels.base import ceil_div
 
 __all__ = ["ATTN_RULES", "AttnRule", "AttnShape", "attention_reasons", "cache_rows",
-           "shape_reasons"]
+           "channels_used", "shape_reasons"]
 
 V = Mapping[str, Any]
 
@@ -124,9 +124,16 @@ def _kpim(s: AttnShape, v: V) -> tuple[int, int]:
     return s.hw.units_per_channel * ppu, ceil_div(ppu, s.ppr)
 
 
+def channels_used(v: V) -> int:
+    """Channels a point occupies: ``kv_channels * seq_split * batch_split``."""
+    return v["kv_channels"] * v["seq_split"] * v.get("batch_split", 1)
+
+
 def cache_rows(s: AttnShape, v: V) -> int:
-    """Rows per bank the KV cache needs: K's region, then V's, for every slot."""
-    ss, slots = v["seq_split"], s.b * (s.kvh // v["kv_channels"])
+    """Rows per bank the KV cache needs: K's region, then V's, for every slot (a channel
+    holds ``b / batch_split`` sequences' slots)."""
+    ss = v["seq_split"]
+    slots = s.b // v.get("batch_split", 1) * (s.kvh // v["kv_channels"])
     chunk_k, rpp_k = _kpim(s, v) if v["scores"] == "pim" else (s.plain, 1)
     chunk_v = s.chunk_v(v) if v["wsum"] == "pim" else s.plain
     k = slots * ceil_div(ceil_div(s.span, chunk_k), ss) * rpp_k
@@ -163,11 +170,11 @@ def _rows(s: AttnShape, v: V) -> str | None:
 
 _REGS, _GB = (lambda s: s.hw.pim.registers), (lambda s: s.hw.gb_elems)
 _CACHE = ("kv_channels", "seq_split", "scores", "wsum")
-_VU = ("v_units",)
+_VU, _BS = ("v_units",), ("batch_split",)
 ATTN_RULES: tuple[AttnRule, ...] = (
     AttnRule("channels", ("kv_channels", "seq_split"),
-             _limit("kv_channels*seq_split", lambda s, v: v["kv_channels"] * v["seq_split"],
-                    lambda s: s.hw.org.channels, "channels, the device has")),
+             _limit("channels used", lambda s, v: channels_used(v),
+                    lambda s: s.hw.org.channels, "the device has"), optional=_BS),
     AttnRule("k_registers", ("k_qrows", "k_regs"),
              _limit("k_qrows*k_regs", lambda s, v: v["k_qrows"] * v["k_regs"], _REGS,
                     "registers per unit, the unit has"), "pim"),
@@ -180,8 +187,8 @@ ATTN_RULES: tuple[AttnRule, ...] = (
     AttnRule("v_buffer", ("v_qrows",),
              _limit("v_qrows*chunk_v", lambda s, v: v["v_qrows"] * s.chunk_v(v), _GB,
                     "probabilities overflow the global buffer"), optional=_VU),
-    AttnRule("cache_rows", (*_CACHE, "k_mode", "k_regs"), _rows, "pim", optional=_VU),
-    AttnRule("cache_rows_host_scores", _CACHE, _rows, "host", optional=_VU),
+    AttnRule("cache_rows", (*_CACHE, "k_mode", "k_regs"), _rows, "pim", optional=_VU + _BS),
+    AttnRule("cache_rows_host_scores", _CACHE, _rows, "host", optional=_VU + _BS),
 )
 
 

@@ -5,7 +5,10 @@ on the context length l, so one schedule serves every decoding step):
 
 * ``kv_channels``: kv heads served side by side by one stream's channels (the rest are
   looped); ``seq_split``: streams the sequence is dealt over, in chunks (KV placement by
-  head, by sequence blocks, or both). Channels used: ``kv_channels * seq_split``.
+  head, by sequence blocks, or both); ``batch_split`` (only when ``b > 1``): groups of
+  streams the batch's sequences are dealt over, ``b / batch_split`` consecutive sequences
+  each (a short cache of many sequences fills the channels this way, where a sequence
+  split leaves streams without a chunk). Channels used: the product of the three.
 * ``scores`` (q k^T) on ``pim`` or ``host``; on PIM: ``k_mode`` ``dot`` (adder tree, 16
   positions per register) or ``lane`` (16 lane partials per position, summed on the host),
   ``k_regs`` registers per query row, ``k_qrows`` query rows MACed against each activated
@@ -64,14 +67,19 @@ def shape_of(workload: Workload, hw: Hardware) -> AttnShape:
     return sh
 
 
+def _present(sh: AttnShape) -> frozenset[str]:
+    """The parameters a shape's space has beyond the always-present ones."""
+    return frozenset((("v_units",) if sh.padded else ()) + (("batch_split",) if sh.b > 1 else ()))
+
+
 def _rules(sh: AttnShape) -> tuple[Rule, ...]:
-    out = []
+    out, present = [], _present(sh)
     for r in ATTN_RULES:
         def check(values: dict, _r=r) -> str | None:
             return _r.check(sh, values)
 
         when = Cond("scores", r.scores) if r.scores else None
-        reads = r.reads + (r.optional if sh.padded else ())
+        reads = r.reads + tuple(x for x in r.optional if x in present)
         key = ("attention", sh.hw.fingerprint, sh.b, sh.q, sh.h, sh.kvh, sh.d, sh.cap,
                sh.window, r.name)
         out.append(Rule(r.name, reads, check, key, when))
@@ -81,12 +89,15 @@ def _rules(sh: AttnShape) -> tuple[Rule, ...]:
 def attention_space(workload: Workload, hw: Hardware) -> Space:
     """The space of ``workload`` (family ``attention``) on ``hw``."""
     dims, sh = workload.dims, shape_of(workload, hw)
+    present = _present(sh)
     regs, G, C = hw.pim.registers, dims["h"] // dims["kvh"], hw.org.channels
     qrows = qrow_options(G, dims["q"])
     modes = ("dot", "lane") if hw.pim.adder_tree else ("lane",)
-    params = (
+    params: tuple[Param, ...] = (
         Param("kv_channels", Divisors(dims["kvh"], hi=C)),
         Param("seq_split", PowersOfTwo(1, C)),
+        *((Param("batch_split", Divisors(dims["b"], hi=C)),) if "batch_split" in present
+          else ()),
         Param("scores", Categorical(("pim", "host"))),
         Param("k_mode", Categorical(modes), Cond("scores", "pim")),
         Param("k_regs", PowersOfTwo(1, regs), Cond("scores", "pim")),
@@ -94,19 +105,25 @@ def attention_space(workload: Workload, hw: Hardware) -> Space:
         Param("wsum", Categorical(("pim", "host"))),
         Param("v_qrows", Categorical(qrows), Cond("wsum", "pim")),
     )
-    if sh.padded:
+    if "v_units" in present:
         params += (Param("head_pad", Categorical((sh.dk,))),
                    Param("v_units", Categorical(sh.v_options())))
     return Space("attention", 1, params, _rules(sh))
 
 
 def attention_default(workload: Workload, hw: Hardware) -> dict:
-    """All channels, scores and weighted sum on PIM, the most query rows per activated row."""
+    """All channels (kv heads side by side, then sequences of the batch, then the sequence
+    split), scores and weighted sum on PIM, the most query rows per activated row."""
     space, dims, sh = attention_space(workload, hw), workload.dims, shape_of(workload, hw)
     regs, gb, C = hw.pim.registers, hw.gb_elems, hw.org.channels
     G = dims["h"] // dims["kvh"]
     kc = max(v for v in space.param("kv_channels").domain.values())
-    ss = max(v for v in space.param("seq_split").domain.values() if kc * v <= C)
+    split: dict[str, int] = {}
+    if "batch_split" in _present(sh):
+        split["batch_split"] = max(v for v in space.param("batch_split").domain.values()
+                                   if kc * v <= C)
+    used = kc * split.get("batch_split", 1)
+    ss = max(v for v in space.param("seq_split").domain.values() if used * v <= C)
     opts = qrow_options(G, dims["q"])
     kq = max((t for t in opts if t <= G and t <= regs and t * sh.dk <= gb), default=1)
     k_regs = max(v for v in space.param("k_regs").domain.values() if kq * v <= regs)
@@ -115,12 +132,13 @@ def attention_default(workload: Workload, hw: Hardware) -> dict:
         pad = {"head_pad": sh.dk, "v_units": vu} if sh.padded else {}
         vq = max((t for t in opts if t * sh.cpp(pad) <= regs and t * sh.chunk_v(pad) <= gb),
                  default=1)
-        point = {**pad, "kv_channels": kc, "seq_split": ss, "scores": "pim",
+        point = {**pad, "kv_channels": kc, "seq_split": ss, **split, "scores": "pim",
                  "k_mode": "dot" if hw.pim.adder_tree else "lane", "k_regs": k_regs,
                  "k_qrows": kq, "wsum": "pim", "v_qrows": vq}
         if not space.validate(point):
             return point
     pad = {"head_pad": sh.dk, "v_units": units[0]} if sh.padded else {}
-    point = {**pad, "kv_channels": kc, "seq_split": ss, "scores": "host", "wsum": "host"}
+    point = {**pad, "kv_channels": kc, "seq_split": ss, **split, "scores": "host",
+             "wsum": "host"}
     space.check(point)
     return point

@@ -23,6 +23,7 @@ from sim.bound import bound
 from sim.errors import AutoschedError
 from sim.functional import DeviceMemory
 from sim.hwio import load_hardware
+from sim.program import walk
 from sim.timing import simulate
 
 HW = {n: load_hardware(n) for n in ("hbm-pim", "aim-gddr6")}
@@ -217,3 +218,66 @@ def test_masked_softmax_host_op() -> None:
     y = run(op, [x])  # a window of 1: each query sees only its own position
     np.testing.assert_array_equal(y[0, :, 1], 1)
     np.testing.assert_array_equal(y[1, :, 2], 1)
+
+
+@pytest.mark.parametrize("name", sorted(HW))
+@pytest.mark.parametrize("bs, ss, kc", [(2, 2, 1), (4, 1, 2), (4, 2, 2)])
+def test_batch_split_deals_sequences_over_channel_groups(name: str, bs: int, ss: int,
+                                                         kc: int) -> None:
+    """Each batch group's streams hold only its sequences: a prefill then a decode step
+    match numpy, and a channel's cache holds ``b / batch_split`` sequences' slots."""
+    hw, dims = HW[name], (4, 4, 2, 32, 64)
+    base = {"kv_channels": kc, "seq_split": ss, "scores": "pim", "k_mode": "lane", "k_regs": 1,
+            "k_qrows": 1, "wsum": "pim", "v_qrows": 1}
+    check_point(hw, dims, 1, 50, {**base, "batch_split": bs}, seed=bs)
+    w = workload(4, 1, 4, 2, 32, 50, 64)
+    whole = build(w, {**base, "batch_split": 1}, hw)
+    split = build(w, {**base, "batch_split": bs}, hw)
+    assert whole.rows == bs * split.rows
+    assert len(split.program.streams) == bs * ss + 1
+    used = {c for s in split.program.streams for c in s.channels}
+    assert used == set(range(bs * ss * kc))
+
+
+def test_batch_split_fills_channels_a_short_cache_leaves_idle() -> None:
+    """Eight sequences of a cache shorter than one pass: the sequence split has nothing to
+    deal, dealing the sequences over channel groups makes the step several times faster,
+    and the default takes it."""
+    hw = HW["hbm-pim"]
+    w = workload(8, 1, 8, 4, 32, 128, 128)
+    low = lowering_for(w)
+    default = low.default(w, hw)
+    assert default["batch_split"] == 8
+    serial = simulate(build(w, {**default, "batch_split": 1}, hw).program, hw).latency_ns
+    dealt = simulate(build(w, default, hw).program, hw).latency_ns
+    assert dealt * 3 < serial
+    assert dealt >= low.bound(w, hw)
+
+
+@pytest.mark.parametrize("name", sorted(HW))
+@pytest.mark.parametrize("d, window", [(32, 0), (80, 0), (48, 5)])
+def test_prompt_on_the_host_reads_nothing_back(name: str, d: int, window: int) -> None:
+    """A prompt from an empty cache with both products on the host multiplies with its own
+    k and v: no bank is read, the result matches numpy, and the cache it stores serves the
+    next decoding step (without a window: decoding keeps a window's ring of slots, a
+    prompt every position)."""
+    hw, cap, n = HW[name], 32, 12
+    dims = (2, 6, 2, d, cap)
+    point = {"kv_channels": 2, "seq_split": 2, "batch_split": 2, "scores": "host",
+             "wsum": "host"}
+    w = workload(2, n, 6, 2, d, n, cap, window)
+    space = lowering_for(w).space(w, hw)
+    point.update({k: v for k, v in lowering_for(w).default(w, hw).items()
+                  if k in ("head_pad", "v_units")})
+    space.check(point)
+    rng = np.random.default_rng(d)
+    kc, vc = (rng.standard_normal((2, 2, cap, d)).astype(np.float32) for _ in range(2))
+    mem = DeviceMemory(hw)
+    kern = step(hw, mem, point, dims, n, n, kc, vc, rng, window)
+    instrs: set[str] = set()
+    for s in kern.program.streams:
+        walk(s.body, lambda i, _: instrs.add(type(i).__name__))
+    assert "RdBank" not in instrs and "WrBank" in instrs
+    assert simulate(kern.program, hw).latency_ns >= lowering_for(w).bound(w, hw)
+    if not window:
+        step(hw, mem, point, dims, 1, n + 1, kc, vc, rng)

@@ -243,3 +243,20 @@ def test_execute_validates_first() -> None:
     prog = pim_program((Mac(0, 2, 0, 1, 0, 0, "dot"),), (), (0,))
     with pytest.raises(ProgramError, match="dot mode needs an adder tree"):
         execute(prog, HBM, DeviceMemory(HBM), {})
+
+
+def test_permute_host_op_reorders_axes_and_moves_its_output() -> None:
+    """``permute`` is numpy's transpose of the input as shaped; it costs its bytes moved
+    (in and out) and no FLOPs."""
+    from sim.host_ops import cost
+    from sim.isa import HostOp
+
+    op = HostOp("permute", (BufRef("y", aff(0), (2, 3, 4, 5)),),
+                (BufRef("x", aff(0), (2, 4, 3, 5)),), (("axes", "0,2,1,3"),))
+    prog = Program((Stream("host", "host", (), (op,)),),
+                   (Buffer("x", "fp32", 120), Buffer("y", "fp32", 120)))
+    x = np.arange(120, dtype=np.float32)
+    out = execute(prog, HBM, DeviceMemory(HBM), {"x": x})
+    want = x.reshape(2, 4, 3, 5).transpose(0, 2, 1, 3).reshape(-1)
+    np.testing.assert_array_equal(out["y"], want)
+    assert cost(op, {"x": "fp32", "y": "fp32"}) == (0.0, 120 * 4 * 2.0)

@@ -4,7 +4,8 @@ The attention kernel writes each step's new tokens itself; when positions were c
 elsewhere (a prompt run eagerly by ``transformers`` before a compiled decode step),
 :func:`load_cache` puts them where the kernel will read them: position ``p`` of kv head
 ``g`` in batch row ``bi`` goes to the slot, stream, channel, bank, row and columns the
-plan assigns (:meth:`AttnPlan.owner`, :meth:`AttnPlan.pieces`), padding lanes zero.
+plan assigns (:meth:`AttnPlan.owner`, :meth:`AttnPlan.pieces`; the batch group's
+streams for its sequences), padding lanes zero.
 """
 
 from __future__ import annotations
@@ -31,11 +32,13 @@ def load_cache(pl: AttnPlan, mem: object, base_row: int, keys: np.ndarray,
             si, rho, x = pl.owner(t, p)
             pieces = pl.pieces(t, x)
             for bi in range(b):
+                bj, bl = divmod(bi, pl.bpb)
                 for g in range(kvh):
                     gs, ch = divmod(g, pl.kc)
-                    row0 = (base_row + t.base + (bi * per_gs + gs) * slot_rows
+                    row0 = (base_row + t.base + (bl * per_gs + gs) * slot_rows
                             + rho * t.rows_per_pass)
                     vec = padded[bi, g, j]
+                    chan = (bj * pl.S + si) * pl.kc + ch
                     for pc in pieces:
-                        mem.write(si * pl.kc + ch, pc.bank, row0 + pc.row, pc.col * pl.lanes,
+                        mem.write(chan, pc.bank, row0 + pc.row, pc.col * pl.lanes,
                                   vec[pc.elem: pc.elem + pc.ncols * pl.lanes])

@@ -8,6 +8,9 @@ streams (``attention_pim``) write the cache and compute or read; the host stream
 lane partials or multiplies on the host, applies the masked softmax (the workload's
 scale, default ``1/sqrt(d)``; slots past the live ones and, for ``q > 1``, future
 positions and positions outside a sliding window excluded) and sums the sequence splits.
+A prompt from an empty cache with both products on the host (``AttnPlan.own``) needs
+nothing back from the banks: the host multiplies with its own k and v (permuted to
+``[b, kvh, l, d]``) while the PIM streams store the cache.
 Host score rows are ``[b, q, h, lp]``, the query rows in the order of ``q`` itself, so
 every reshuffle is an affine address.
 """
@@ -40,7 +43,9 @@ def _pad(src: str, dst: str, rows: int, win: int, wout: int) -> HostOp:
 
 
 def _host(pl: AttnPlan) -> tuple[Stream, list[Buffer]]:
-    rows, lp, d, dk, dv = pl.b * pl.q * pl.h, pl.lp, pl.d, pl.dk, pl.dv
+    # score rows are lp slots wide, or l when the host multiplies with its own k and v
+    lp = pl.l if pl.own else pl.lp
+    rows, d, dk, dv = pl.b * pl.q * pl.h, pl.d, pl.dk, pl.dv
     kv_rows = pl.b * pl.q * pl.kvh
     five = (pl.b, pl.q, pl.kvh, pl.G)
     bufs = [Buffer("sc", "fp32", rows * lp), Buffer("pr", "fp32", rows * lp)]
@@ -53,7 +58,14 @@ def _host(pl: AttnPlan) -> tuple[Stream, list[Buffer]]:
         body.append(_pad("v", "vp", kv_rows, d, dv))
     if body:
         body.append(Signal("pad"))
-    body.append(Wait(tuple(f"s{si}" for si in range(pl.S))))
+    if pl.own:  # k, v [b, l, kvh, width] as the host's [b, kvh, l, width]
+        for name, src, width in (("kh", pl.buf("k"), pl.dk), ("vh", pl.buf("v"), pl.dv)):
+            bufs.append(Buffer(name, "fp32", kv_rows * width))
+            body.append(HostOp("permute", (BufRef(name, aff(0), (pl.b, pl.kvh, pl.l, width)),),
+                               (BufRef(src, aff(0), (pl.b, pl.l, pl.kvh, width)),),
+                               (("axes", "0,2,1,3"),)))
+    else:
+        body.append(Wait(tuple(f"s{k}" for k in range(pl.streams))))
     if pl.scores == "pim" and pl.k_mode == "lane":
         bufs.append(Buffer("sp", "fp32", rows * lp * pl.lanes))
         body.append(HostOp("reduce_sum", (BufRef("sc", aff(0), (rows, lp)),),
@@ -71,7 +83,7 @@ def _host(pl: AttnPlan) -> tuple[Stream, list[Buffer]]:
                        (BufRef("sc", aff(0), (rows, lp)),), attrs))
     y = pl.buf("y")
     if pl.wsum == "pim":
-        body += [Signal("p"), Wait(tuple(f"o{si}" for si in range(pl.S)))]
+        body += [Signal("p"), Wait(tuple(f"o{k}" for k in range(pl.streams)))]
         if pl.S > 1:
             bufs.append(Buffer("yp", "fp32", pl.S * rows * dv))
             body.append(HostOp("reduce_sum", (BufRef(y, aff(0), (rows * dv,)),),
@@ -96,9 +108,9 @@ def attention_kernel(workload: Workload, point: dict, hw: Hardware) -> Kernel:
     bufs += [Buffer("q", "fp32", nq), Buffer("k", "fp32", nkv), Buffer("v", "fp32", nkv),
              Buffer("y", "fp32", nq)]
     for name, t, width in (("kh", pl.K, pl.dk), ("vh", pl.V, pl.dv)):
-        if t.kind == "plain":
+        if t.kind == "plain" and not pl.own:
             bufs.append(Buffer(name, hw.pim.dtype, pl.b * pl.kvh * pl.lp * width))
-    streams = (*(pim_stream(pl, si) for si in range(pl.S)), host)
+    streams = (*(pim_stream(pl, bj, si) for bj in range(pl.Bs) for si in range(pl.S)), host)
     prog = Program(streams, tuple(bufs), name=f"attention_{workload.digest}")
     shapes = ((pl.b * pl.q, pl.h * pl.d), (pl.b * pl.q, pl.kvh * pl.d),
               (pl.b * pl.q, pl.kvh * pl.d))

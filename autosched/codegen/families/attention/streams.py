@@ -1,4 +1,5 @@
-"""The PIM streams of the attention lowering (one per sequence split ``si``).
+"""The PIM streams of the attention lowering (one per batch group ``bj`` and sequence
+split ``si``; the group's sequences are looped as ``bl``, global ``bi = bj * bpb + bl``).
 
 Each stream: (when a head is padded, wait for the host's padded copies, ``pad``) write
 the new tokens' k and v it owns into their cache slots (``WrBank`` between ``Act`` and
@@ -33,13 +34,15 @@ from sim.program import Node, Stream
 __all__ = ["pim_stream", "query_groups"]
 
 
-def query_groups(pl: AttnPlan, rows: int) -> tuple[list[tuple[str, int]], list[Affine]]:
+def query_groups(pl: AttnPlan, rows: int, bj: int = 0
+                 ) -> tuple[list[tuple[str, int]], list[Affine]]:
     """Loops over groups of ``rows`` query rows of one kv head, and each row's index.
 
-    The index is into the flattened ``[b, q, h]`` query rows; rows of a group are
-    consecutive heads of one token (``rows <= G``) or whole GQA groups of tokens.
+    The index is into the flattened ``[b, q, h]`` query rows (batch group ``bj``'s loop
+    variable ``bi`` counting its own sequences); rows of a group are consecutive heads of
+    one token (``rows <= G``) or whole GQA groups of tokens.
     """
-    g = aff(0, gs=pl.kc * pl.G, ch=pl.G, bi=pl.q * pl.h)
+    g = aff(bj * pl.bpb * pl.q * pl.h, gs=pl.kc * pl.G, ch=pl.G, bi=pl.q * pl.h)
     if rows <= pl.G:
         loops = [("i", pl.q), ("jg", pl.G // rows)]
         idx = [affine_sum(g, t, i=pl.h, jg=rows) for t in range(rows)]
@@ -56,8 +59,9 @@ def _nest(loops: list[tuple[str, int]], body: list[Node]) -> list[Node]:
 
 def _slots(pl: AttnPlan, body: list[Node], inner: Sequence[tuple[str, int]] = ()
            ) -> list[Node]:
-    """``body`` in the loops over sequences and kv-head groups, around ``inner`` loops."""
-    return _nest([("bi", pl.b), ("gs", pl.kvh // pl.kc), *inner], body)
+    """``body`` in the loops over a group's sequences and kv-head groups, around ``inner``
+    loops."""
+    return _nest([("bi", pl.bpb), ("gs", pl.kvh // pl.kc), *inner], body)
 
 
 def _slot_row(pl: AttnPlan, t: TensorLayout) -> Affine:
@@ -65,20 +69,25 @@ def _slot_row(pl: AttnPlan, t: TensorLayout) -> Affine:
     return aff(t.base, bi=(pl.kvh // pl.kc) * per, gs=per)
 
 
-def _writes(pl: AttnPlan, si: int) -> list[Node]:
-    """Store the new tokens' k and v owned by stream ``si`` (one Act per bank row)."""
+def _writes(pl: AttnPlan, bj: int, si: int) -> list[Node]:
+    """Store the new tokens' k and v owned by stream ``(bj, si)``: each tensor's pieces
+    ordered by bank and row, so the tokens sharing a bank row (a prompt's) take one Act."""
     pieces = []
     for name, t in (("k", pl.K), ("v", pl.V)):
         buf, w = pl.buf(name), pl.width(name)
+        runs = []
         for i in range(pl.q):
             s, rho, x = pl.owner(t, pl.l - pl.q + i)
             if s != si:
                 continue
-            src0 = aff(i * pl.kvh * w, bi=pl.q * pl.kvh * w, gs=pl.kc * w, ch=w)
+            src0 = aff((bj * pl.bpb * pl.q + i) * pl.kvh * w, bi=pl.q * pl.kvh * w,
+                       gs=pl.kc * w, ch=w)
             for pc in pl.pieces(t, x):
-                row = affine_sum(_slot_row(pl, t), rho * t.rows_per_pass + pc.row)
+                off = rho * t.rows_per_pass + pc.row
                 src = BufRef(buf, affine_sum(src0, pc.elem), (pc.ncols * pl.lanes,))
-                pieces.append((pc.bank, row, WrBank(pc.bank, pc.col, pc.ncols, src)))
+                runs.append((pc.bank, off, WrBank(pc.bank, pc.col, pc.ncols, src)))
+        runs.sort(key=lambda r: r[:2])
+        pieces += [(bank, affine_sum(_slot_row(pl, t), off), wr) for bank, off, wr in runs]
     body: list[Node] = []
     for n, (bank, row, wr) in enumerate(pieces):
         if n == 0 or pieces[n - 1][:2] != (bank, row):
@@ -89,9 +98,9 @@ def _writes(pl: AttnPlan, si: int) -> list[Node]:
     return _slots(pl, body) if body else []
 
 
-def _scores(pl: AttnPlan, si: int) -> list[Node]:
+def _scores(pl: AttnPlan, bj: int, si: int) -> list[Node]:
     """MAC every live K pass against ``qk`` query rows held in the global buffer."""
-    loops, idx = query_groups(pl, pl.qk)
+    loops, idx = query_groups(pl, pl.qk, bj)
     d, dc, lane_mode, lanes = pl.dk, pl.cols, pl.k_mode == "lane", pl.lanes
     run = min(pl.qk, pl.G)
     gbw = [WrGb(BufRef(pl.buf("q"), _scale(idx[t0], d), (run * d,)), t0 * d)
@@ -129,7 +138,7 @@ def _scale(a: Affine, k: int) -> Affine:
     return Affine(a.base * k, tuple((v, s * k) for v, s in a.terms))
 
 
-def _reads(pl: AttnPlan, t: TensorLayout, si: int, buf: str) -> list[Node]:
+def _reads(pl: AttnPlan, t: TensorLayout, bj: int, si: int, buf: str) -> list[Node]:
     """Read the live passes of a plain-layout tensor into ``buf`` ``[b, kvh, lp, d]``."""
     passes = pl.passes_of(t, si)
     if passes == 0:
@@ -138,7 +147,8 @@ def _reads(pl: AttnPlan, t: TensorLayout, si: int, buf: str) -> list[Node]:
     order = [(i % pl.bg) * bpg + i // pl.bg for i in range(pl.NB)]
     row = affine_sum(_slot_row(pl, t), p=1)
     d, per = pl.dk, pl.ppr * pl.dk  # a bank row holds ppr positions of dk elements
-    head = aff(0, bi=pl.kvh * pl.lp * d, gs=pl.kc * pl.lp * d, ch=pl.lp * d)
+    head = aff(bj * pl.bpb * pl.kvh * pl.lp * d, bi=pl.kvh * pl.lp * d,
+               gs=pl.kc * pl.lp * d, ch=pl.lp * d)
     base = affine_sum(head, si * t.chunk * d, p=pl.S * t.chunk * d)
     body: list[Node] = [Act(bk, 0, row) for bk in order]
     body += [RdBank(bk, 0, pl.ppr * pl.cols, BufRef(buf, affine_sum(base, bk * per), (per,)))
@@ -147,9 +157,9 @@ def _reads(pl: AttnPlan, t: TensorLayout, si: int, buf: str) -> list[Node]:
     return _slots(pl, body, [("p", passes)])
 
 
-def _wsum(pl: AttnPlan, si: int) -> list[Node]:
+def _wsum(pl: AttnPlan, bj: int, si: int) -> list[Node]:
     """MAC the probabilities of ``qv`` query rows against every live V pass."""
-    loops, idx = query_groups(pl, pl.qv)
+    loops, idx = query_groups(pl, pl.qv, bj)
     chunk, st, cpp = pl.V.chunk, pl.vstep, pl.cpp
     start = aff(si * chunk, p=pl.S * chunk)
     body: list[Node] = [WrGb(BufRef("pr", affine_sum(_scale(idx[t], pl.lp), start), (chunk,)),
@@ -168,15 +178,19 @@ def _wsum(pl: AttnPlan, si: int) -> list[Node]:
     return _slots(pl, inner, loops)
 
 
-def pim_stream(pl: AttnPlan, si: int) -> Stream:
-    """The SPMD stream of sequence split ``si`` over its ``kv_channels`` channels."""
+def pim_stream(pl: AttnPlan, bj: int, si: int) -> Stream:
+    """The SPMD stream of batch group ``bj`` and sequence split ``si`` over its
+    ``kv_channels`` channels; it signals ``s{k}`` and ``o{k}``, ``k = bj * S + si``."""
+    k = bj * pl.S + si
     body: list[Node] = [Wait(("pad",))] if (pl.dk, pl.dv) != (pl.d, pl.d) else []
-    body += _writes(pl, si)
-    body += _scores(pl, si) if pl.scores == "pim" else _reads(pl, pl.K, si, "kh")
+    body += _writes(pl, bj, si)
+    chans = tuple(range(k * pl.kc, (k + 1) * pl.kc))
+    if pl.own:  # the host has every position: store the cache, read nothing back
+        return Stream(f"pim{k}", "pim", chans, tuple(body))
+    body += _scores(pl, bj, si) if pl.scores == "pim" else _reads(pl, pl.K, bj, si, "kh")
     if pl.wsum == "host":
-        body += _reads(pl, pl.V, si, "vh")
-    body.append(Signal(f"s{si}"))
+        body += _reads(pl, pl.V, bj, si, "vh")
+    body.append(Signal(f"s{k}"))
     if pl.wsum == "pim":
-        body += [Wait(("p",)), *_wsum(pl, si), Signal(f"o{si}")]
-    chans = tuple(range(si * pl.kc, (si + 1) * pl.kc))
-    return Stream(f"pim{si}", "pim", chans, tuple(body))
+        body += [Wait(("p",)), *_wsum(pl, bj, si), Signal(f"o{k}")]
+    return Stream(f"pim{k}", "pim", chans, tuple(body))
