@@ -192,7 +192,10 @@ def _competent(hw: Hardware, n: int, k: int, m: int, br: int) -> list[GemvOpts]:
     """Library options a careful engineer would pick, best first: split the reduction over
     channels until the outputs fill every unit's lanes (the layout wastes no bank rows on
     padding), and alternate the two banks of a pair so one activates while the other
-    MACs. Ordered by rows per bank, then interleaving, then the smaller split."""
+    MACs, where a bank has more than one row to activate (with one row there is nothing
+    to hide, and the pair's second bank only halves the tile, leaving the weights of a
+    small matrix in half the channels). Ordered by rows per bank, then interleaving as
+    that says, then the smaller split."""
     splits = [d for d in range(1, hw.org.channels + 1)
               if hw.org.channels % d == 0 and d & (d - 1) == 0]
     pairs = (True, False) if hw.pim.banks_per_unit == 2 else (False,)
@@ -202,7 +205,7 @@ def _competent(hw: Hardware, n: int, k: int, m: int, br: int) -> list[GemvOpts]:
             o = GemvOpts(batch_rows=br, k_split=ks, interleave=il)
             if not o.validate(hw, n, k, m):
                 rows = plan_gemv(hw, n, k, m, o).rows_per_bank
-                ranked.append(((rows, not il, ks), o))
+                ranked.append(((rows, il == (rows == 1), ks), o))
     return [o for _, o in sorted(ranked, key=lambda r: r[0])]
 
 

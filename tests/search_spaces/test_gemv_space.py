@@ -11,7 +11,8 @@ from search_spaces import Workload
 from search_spaces.gemv import GEMV_VERSION, gemv_default, gemv_modes, gemv_space, point_opts
 from sim.errors import AutoschedError
 from sim.hwio import load_hardware
-from sim.kernels import GemvOpts, plan_gemv
+from sim.kernels import GemvOpts, gemv, plan_gemv
+from sim.timing import simulate
 
 HW = {name: load_hardware(name) for name in ("hbm-pim", "aim-gddr6")}
 # few rows per bank, so the bank-capacity rule is exercised too
@@ -109,7 +110,8 @@ def test_bank_capacity_rule():
 @pytest.mark.parametrize("m,n,k", [(1, 4096, 4096), (1, 11008, 4096), (3, 97, 250)])
 def test_gemv_default_wastes_no_rows(hw, m, n, k):
     """The default packs the weights as densely as any library option (fewest rows per
-    bank over every reduction split), interleaving bank pairs where the device has them."""
+    bank over every reduction split), interleaving bank pairs where the device has them
+    and a bank has more than one row to activate."""
     w = Workload.make("gemv", m=m, n=n, k=k)
     d = gemv_default(w, hw)
     assert not gemv_space(w, hw).validate(d)
@@ -120,7 +122,23 @@ def test_gemv_default_wastes_no_rows(hw, m, n, k):
     opts = [GemvOpts(k_split=s, interleave=il) for s in splits for il in pairs]
     assert rows == min(plan_gemv(hw, n, k, m, o).rows_per_bank
                        for o in opts if not o.validate(hw, n, k, m))
-    assert d.get("interleave", False) == (hw.pim.banks_per_unit == 2)
+    assert d.get("interleave", False) == (hw.pim.banks_per_unit == 2 and rows > 1)
+
+
+@pytest.mark.parametrize("n,k", [(256, 256), (688, 256), (256, 688), (128, 896)])
+def test_gemv_default_of_a_one_row_matrix_spreads_without_interleaving(n, k):
+    """With one row per bank there is no activation to hide: the default does not pair
+    banks, so the same tile fills twice the channels and runs faster than the
+    interleaved layout of the same rows."""
+    hw = HW["hbm-pim"]
+    w = Workload.make("gemv", m=1, n=n, k=k)
+    d = gemv_default(w, hw)
+    assert plan_gemv(hw, n, k, 1, point_opts(d)).rows_per_bank == 1 and not d["interleave"]
+    paired = next(o for s in (1, 2, 4, 8, 16, 32, 64)
+                  if not (o := GemvOpts(k_split=s, interleave=True)).validate(hw, n, k, 1)
+                  and plan_gemv(hw, n, k, 1, o).rows_per_bank == 1)
+    alone = simulate(gemv(hw, n, k, 1, point_opts(d)).program, hw).latency_ns
+    assert alone < simulate(gemv(hw, n, k, 1, paired).program, hw).latency_ns
 
 
 @pytest.mark.parametrize("hw", HW.values(), ids=HW.keys())
