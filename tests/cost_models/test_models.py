@@ -12,10 +12,12 @@ from cost_models import (
     XGBRankModel,
     XGBRegressionModel,
     evaluate,
+    featurize,
     make_cost_model,
     relevance,
     task_key,
 )
+from cost_models.features import FEATURE_NAMES
 from cost_models.xgb import meta_path
 
 
@@ -118,6 +120,22 @@ def test_load_rejects_other_features(held_out, tmp_path: Path) -> None:
     meta.write_text(meta.read_text().replace("log_bus_bytes", "renamed"))
     with pytest.raises(CostModelError, match="retrain"):
         XGBRankModel.load(path)
+
+
+def test_regression_trees_learn_the_shortfall_from_the_bound(held_out, tmp_path: Path) -> None:
+    tc, tl, vc, _ = held_out
+    model = XGBRegressionModel(n_estimators=5)
+    model.fit(tc, tl)
+    x = featurize(vc)
+    trees = model.booster.inplace_predict(x)
+    assert np.allclose(model.predict(vc), x[:, FEATURE_NAMES.index("log_bound_ns")] + trees)
+    path = tmp_path / "x.ubj"
+    model.save(path)
+    assert '"target": "log2_latency_over_bound"' in meta_path(path).read_text()
+    meta = meta_path(path)  # a model saved before the target was named learnt log2 latency
+    meta.write_text(meta.read_text().replace('"target": "log2_latency_over_bound",', ""))
+    with pytest.raises(CostModelError, match="trained to predict log2_latency.*retrain"):
+        XGBRegressionModel.load(path)
 
 
 def test_fit_errors_and_too_little_data(held_out) -> None:
