@@ -15,7 +15,6 @@ import zlib
 import numpy as np
 
 from search_spaces import Workload
-from sim.bound import bound
 from sim.hardware import Hardware
 
 from .base import Candidate
@@ -101,7 +100,7 @@ def _program_part(c: Candidate) -> np.ndarray:
         _log(st.host_flops), _log(st.host_bytes), _log(st.transfer_bytes), _log(st.channels),
         st.channels / hw.org.channels, float(st.pim_streams),
     ]
-    b = bound(c.program, hw)
+    b = st.bound
     share = dict.fromkeys(_RESOURCES, 0.0)
     for key, ns in b.resources.items():
         r = key.rsplit(":", 1)[-1]

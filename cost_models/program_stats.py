@@ -5,14 +5,16 @@ the body (:class:`sim.bound.ChannelWork`, the counts the bound reads too) gives 
 of one representative channel; device totals multiply by the
 stream's channel count. Per-channel figures of a program are the maximum over its PIM
 streams (the busiest channel sets the pace). Host streams contribute op counts, FLOPs and
-bytes from ``sim.host_ops.cost``.
+bytes from ``sim.host_ops.cost``. The same walk gives the analytical bound
+(``ProgramStats.bound``, equal to ``sim.bound.bound`` of the program), so featurising a
+candidate walks its program once.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from sim.bound import ChannelWork
+from sim.bound import Bound, ChannelWork, host_op_ns
 from sim.hardware import Hardware
 from sim.host_ops import cost
 from sim.isa import HostOp
@@ -43,6 +45,7 @@ class ProgramStats:
     host_flops: float = 0.0
     host_bytes: float = 0.0
     transfer_bytes: float = 0.0  # bytes over every channel's data bus, device total
+    bound: Bound = field(default_factory=lambda: Bound(0.0, {}))  # sim.bound.bound's answer
 
     @property
     def bus_bytes(self) -> float:
@@ -54,6 +57,8 @@ def program_stats(program: Program, hw: Hardware) -> ProgramStats:
     """Walk every stream of ``program`` once and return its :class:`ProgramStats`."""
     st = ProgramStats()
     dtypes = {b.name: b.dtype for b in program.buffers}
+    res: dict[str, float] = {}
+    host_ns = [0.0]
 
     def host(n: Node, mult: int) -> None:
         if isinstance(n, HostOp):
@@ -61,13 +66,17 @@ def program_stats(program: Program, hw: Hardware) -> ProgramStats:
             st.host_ops += mult
             st.host_flops += mult * flops
             st.host_bytes += mult * nbytes
+            host_ns[0] += mult * host_op_ns(n, hw, dtypes)
 
     for s in program.streams:
         if s.engine == "host":
+            host_ns[0] = 0.0
             walk(s.body, host)
+            res[f"{s.name}:host"] = host_ns[0]
             continue
         c = ChannelWork(hw)
         walk(s.body, c.add)
+        res.update((f"{s.name}:{k}", v) for k, v in c.resources().items())
         nch = len(s.channels)
         st.channels += nch
         st.pim_streams += 1
@@ -84,4 +93,5 @@ def program_stats(program: Program, hw: Hardware) -> ProgramStats:
         st.bank_io_bytes = max(st.bank_io_bytes, c.io_bytes)
         st.lanes_issued += c.lanes * nch
         st.transfer_bytes += c.bus_bytes * nch
+    st.bound = Bound(max(res.values(), default=0.0), res)
     return st

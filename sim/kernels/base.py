@@ -19,7 +19,8 @@ from ..hardware import Hardware
 from ..isa import Affine, BufRef, aff
 from ..program import Loop, Node, Program
 
-__all__ = ["Kernel", "affine_sum", "ceil_div", "loop", "loop_nest", "pad_to", "round_up"]
+__all__ = ["Kernel", "affine_sum", "ceil_div", "loop", "loop_nest", "pad_to", "round_up",
+           "shift_refs"]
 
 Place = Callable[[object, dict[str, np.ndarray]], None]
 
@@ -114,6 +115,27 @@ def _rebuilt(v: object, changed: dict[str, object]) -> object:
     for name in _field_names(type(v)):
         object.__setattr__(new, name, changed.get(name, getattr(v, name)))
     return new
+
+
+def shift_refs(body: Sequence[Node], delta: dict[str, int]) -> tuple[Node, ...]:
+    """``body`` with every window of buffer ``b`` moved ``delta[b]`` elements (loops kept;
+    nodes that touch none of them are shared, not rebuilt): the streams of an SPMD kernel
+    that differ only in where they read and write, built once and shifted."""
+    out = []
+    for n in body:
+        if type(n) is Loop:
+            inner = shift_refs(n.body, delta)
+            out.append(n if all(a is b for a, b in zip(inner, n.body, strict=True))
+                       else Loop(n.var, n.count, inner))
+            continue
+        changed = None
+        for name in _open_fields(type(n)):
+            v = getattr(n, name)
+            if type(v) is BufRef and v.buf in delta:
+                new = _rebuilt(v, {"offset": Affine(v.offset.base + delta[v.buf], v.offset.terms)})
+                changed = {**(changed or {}), name: new}
+        out.append(_rebuilt(n, changed) if changed else n)
+    return tuple(out)
 
 
 def loop(var: str, count: int, body: tuple[Node, ...] | list[Node]) -> list[Node]:

@@ -18,7 +18,7 @@ import numpy as np
 from ..hardware import Hardware
 from ..isa import Act, Affine, BufRef, ClrAcc, HostOp, Mac, Pre, RdAcc, Signal, Wait, WrGb, aff
 from ..program import Buffer, Node, Program, Stream
-from .base import Kernel, affine_sum, loop, loop_nest, pad_to
+from .base import Kernel, affine_sum, loop, loop_nest, pad_to, shift_refs
 from .gemv_layout import GemvOpts, GemvPlan, plan_gemv
 
 __all__ = ["gemv", "place_gemv", "plan_from_json", "plan_json", "unpack_layout"]
@@ -183,6 +183,18 @@ def _stream(pl: GemvPlan, kk: int) -> Stream:
     return Stream(f"pim{kk}", "pim", chans, (*loop("bg", pl.nbg, body), Signal(f"gemv{kk}")))
 
 
+def _slice_streams(pl: GemvPlan) -> tuple[Stream, ...]:
+    """The streams of every reduction slice: slice 0 built, the others the same body with
+    their input slice and partial-sum columns shifted (what :func:`_stream` would build)."""
+    first = _stream(pl, 0)
+    out = [first]
+    for kk in range(1, pl.ks):
+        body = shift_refs(first.body[:-1], {"x": kk * pl.Kc, "part": kk * pl.part_width})
+        out.append(Stream(f"pim{kk}", "pim", tuple(range(kk * pl.Co, (kk + 1) * pl.Co)),
+                          (*body, Signal(f"gemv{kk}"))))
+    return tuple(out)
+
+
 def _host(pl: GemvPlan, strip: bool) -> tuple[Stream, list[Buffer], str]:
     """Wait for every slice, reduce lanes and slices, strip the padding into ``y``.
 
@@ -230,7 +242,7 @@ def gemv(hw: Hardware, n: int, k: int, batch: int = 1, opts: GemvOpts | None = N
     pl = plan_gemv(hw, n, k, batch, opts)
     host, bufs, out = _host(pl, strip)
     x = Buffer("x", hw.pim.dtype, pl.Bp * pl.ktot)
-    streams = (*(_stream(pl, kk) for kk in range(pl.ks)), host)
+    streams = (*_slice_streams(pl), host)
     prog = Program(streams, (x, *bufs), name=f"gemv_{n}x{k}_b{batch}_{pl.opts.mode}")
     shape = (batch, n) if strip else (pl.Bp, pl.npad)
     return Kernel(prog, ("x",), out, shape, partial(place_gemv, pl),

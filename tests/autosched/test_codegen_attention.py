@@ -281,3 +281,23 @@ def test_prompt_on_the_host_reads_nothing_back(name: str, d: int, window: int) -
     assert simulate(kern.program, hw).latency_ns >= lowering_for(w).bound(w, hw)
     if not window:
         step(hw, mem, point, dims, 1, n + 1, kc, vc, rng)
+
+
+@pytest.mark.parametrize("name", sorted(HW))
+@pytest.mark.parametrize("b, q, h, kvh, d, ctx, window",
+                         [(1, 1, 8, 4, 32, 300, 0), (6, 1, 9, 3, 80, 50, 0),
+                          (2, 4, 8, 2, 64, 200, 96)])
+def test_streams_built_once_and_moved_equal_streams_built_each(
+        name: str, b: int, q: int, h: int, kvh: int, d: int, ctx: int, window: int) -> None:
+    """The lowering builds the compute part of one stream per pass count and moves it by
+    whole chunks and batch groups into the others: stream for stream, the same program as
+    building every one."""
+    from autosched.codegen.families.attention.streams import pim_stream, pim_streams
+    from search_spaces.attention import plan_attention
+
+    hw, w = HW[name], workload(b, q, h, kvh, d, ctx, 512, window)
+    pts = list(lowering_for(w).space(w, hw).enumerate())
+    for i in np.random.default_rng(0).choice(len(pts), 25, replace=False):
+        pl = plan_attention(w.dims, 512, pts[i], hw, window=window)
+        assert pim_streams(pl) == tuple(pim_stream(pl, bj, si)
+                                        for bj in range(pl.Bs) for si in range(pl.S))

@@ -55,6 +55,16 @@ def test_program_stats_hand_checked() -> None:
     assert (st.host_ops, st.host_flops, st.host_bytes) == (1, 256, 256 * 4 + 16 * 4)
 
 
+def test_program_stats_bound_is_the_bound() -> None:
+    from autosched.codegen.registry import build
+
+    w = Workload.make("attention", attrs={"capacity": 64}, b=2, q=1, h=8, kvh=4, d=32, l=40)
+    pt = {"kv_channels": 2, "seq_split": 2, "batch_split": 2, "scores": "pim", "k_mode": "lane",
+          "k_regs": 2, "k_qrows": 2, "wsum": "pim", "v_qrows": 2}
+    for prog in (tiny(), build(w, pt, HW).program):
+        assert program_stats(prog, HW).bound == bound(prog, HW)
+
+
 def test_feature_vector_hand_checked() -> None:
     f = dict(zip(FEATURE_NAMES, features(cand(tiny())), strict=True))
     lg = lambda x: math.log2(1 + x)  # noqa: E731

@@ -106,3 +106,26 @@ def test_a_loop_of_one_sets_its_variable_to_zero_and_keeps_the_rest() -> None:
     assert got == want and hash(tuple(got)) == hash(tuple(want))
     assert got[0] is act  # a node without the variable is not rebuilt
     assert loop("i", 3, [act]) == [Loop("i", 3, (act,))]
+
+
+def test_slice_streams_are_slice_zero_moved_and_shift_refs_shares_the_rest() -> None:
+    """Every reduction slice's stream is slice 0's with its input and partial-sum windows
+    moved: equal to building each; shift_refs leaves untouched nodes as the same objects."""
+    from sim.isa import BufRef, RdAcc, WrGb, aff
+    from sim.kernels.base import shift_refs
+    from sim.kernels.gemv import _slice_streams, _stream
+    from sim.kernels.gemv_layout import plan_gemv
+
+    for name in ("hbm-pim", "aim-gddr6"):
+        hw = load_hardware(name)
+        for n, k, m, o in [(256, 688, 1, GemvOpts(k_split=16)), (4096, 4096, 4,
+                           GemvOpts(k_split=8, batch_rows=2, double_buffer=True)),
+                           (1376, 256, 1, GemvOpts(k_split=4, loop_order="tile_outer"))]:
+            pl = plan_gemv(hw, n, k, m, o)
+            assert _slice_streams(pl) == tuple(_stream(pl, kk) for kk in range(pl.ks))
+    wr = WrGb(BufRef("x", aff(3, t=4), (4,)), aff(0))
+    rd = RdAcc(0, 1, aff(0), 1, BufRef("part", aff(0, ch=16), (16,)))
+    body = (Loop("t", 2, (wr,)), rd)
+    moved = shift_refs(body, {"x": 100})
+    assert moved[0].body[0].src.offset == aff(103, t=4) and moved[1] is rd
+    assert shift_refs(body, {"y": 1})[0] is body[0]

@@ -32,7 +32,7 @@ from sim.program import Buffer, Node, Program, Stream
 
 from ...lowering import Lowering
 from .bound import attention_bound
-from .streams import pim_stream
+from .streams import pim_streams
 
 __all__ = ["AttentionLowering", "attention_kernel"]
 
@@ -110,7 +110,7 @@ def attention_kernel(workload: Workload, point: dict, hw: Hardware) -> Kernel:
     for name, t, width in (("kh", pl.K, pl.dk), ("vh", pl.V, pl.dv)):
         if t.kind == "plain" and not pl.own:
             bufs.append(Buffer(name, hw.pim.dtype, pl.b * pl.kvh * pl.lp * width))
-    streams = (*(pim_stream(pl, bj, si) for bj in range(pl.Bs) for si in range(pl.S)), host)
+    streams = (*pim_streams(pl), host)
     prog = Program(streams, tuple(bufs), name=f"attention_{workload.digest}")
     shapes = ((pl.b * pl.q, pl.h * pl.d), (pl.b * pl.q, pl.kvh * pl.d),
               (pl.b * pl.q, pl.kvh * pl.d))

@@ -28,10 +28,10 @@ from sim.isa import (
     WrGb,
     aff,
 )
-from sim.kernels.base import affine_sum, loop, loop_nest
+from sim.kernels.base import affine_sum, loop, loop_nest, shift_refs
 from sim.program import Node, Stream
 
-__all__ = ["pim_stream", "query_groups"]
+__all__ = ["pim_stream", "pim_streams", "query_groups"]
 
 
 def query_groups(pl: AttnPlan, rows: int, bj: int = 0
@@ -100,6 +100,9 @@ def _writes(pl: AttnPlan, bj: int, si: int) -> list[Node]:
 
 def _scores(pl: AttnPlan, bj: int, si: int) -> list[Node]:
     """MAC every live K pass against ``qk`` query rows held in the global buffer."""
+    passes = pl.passes_of(pl.K, si)
+    if passes == 0:
+        return []
     loops, idx = query_groups(pl, pl.qk, bj)
     d, dc, lane_mode, lanes = pl.dk, pl.cols, pl.k_mode == "lane", pl.lanes
     run = min(pl.qk, pl.G)
@@ -128,9 +131,6 @@ def _scores(pl: AttnPlan, bj: int, si: int) -> list[Node]:
                 body.append(RdAcc(0, pl.bpu, t * pl.rpq, pl.rpq, dst))
         if (y + 1) % pl.ppr == 0 or y + 1 == pl.ppu:
             body.append(Pre(0, pl.bpu))
-    passes = pl.passes_of(pl.K, si)
-    if passes == 0:
-        return []
     return _slots(pl, [*gbw, *loop("p", passes, body)], loops)
 
 
@@ -178,19 +178,62 @@ def _wsum(pl: AttnPlan, bj: int, si: int) -> list[Node]:
     return _slots(pl, inner, loops)
 
 
-def pim_stream(pl: AttnPlan, bj: int, si: int) -> Stream:
-    """The SPMD stream of batch group ``bj`` and sequence split ``si`` over its
-    ``kv_channels`` channels; it signals ``s{k}`` and ``o{k}``, ``k = bj * S + si``."""
+def _compute(pl: AttnPlan, bj: int, si: int) -> tuple[tuple[Node, ...], tuple[Node, ...]]:
+    """(scores or reads before the ``s`` signal, weighted sum after ``p``) of a stream."""
+    first = _scores(pl, bj, si) if pl.scores == "pim" else _reads(pl, pl.K, bj, si, "kh")
+    if pl.wsum == "host":
+        first += _reads(pl, pl.V, bj, si, "vh")
+    return tuple(first), tuple(_wsum(pl, bj, si)) if pl.wsum == "pim" else ()
+
+
+def _assemble(pl: AttnPlan, bj: int, si: int,
+              compute: tuple[tuple[Node, ...], tuple[Node, ...]] | None) -> Stream:
     k = bj * pl.S + si
     body: list[Node] = [Wait(("pad",))] if (pl.dk, pl.dv) != (pl.d, pl.d) else []
     body += _writes(pl, bj, si)
     chans = tuple(range(k * pl.kc, (k + 1) * pl.kc))
-    if pl.own:  # the host has every position: store the cache, read nothing back
+    if compute is None:  # the host has every position: store the cache, read nothing back
         return Stream(f"pim{k}", "pim", chans, tuple(body))
-    body += _scores(pl, bj, si) if pl.scores == "pim" else _reads(pl, pl.K, bj, si, "kh")
-    if pl.wsum == "host":
-        body += _reads(pl, pl.V, bj, si, "vh")
-    body.append(Signal(f"s{k}"))
+    body += [*compute[0], Signal(f"s{k}")]
     if pl.wsum == "pim":
-        body += [Wait(("p",)), *_wsum(pl, bj, si), Signal(f"o{k}")]
+        body += [Wait(("p",)), *compute[1], Signal(f"o{k}")]
     return Stream(f"pim{k}", "pim", chans, tuple(body))
+
+
+def pim_stream(pl: AttnPlan, bj: int, si: int) -> Stream:
+    """The SPMD stream of batch group ``bj`` and sequence split ``si`` over its
+    ``kv_channels`` channels; it signals ``s{k}`` and ``o{k}``, ``k = bj * S + si``."""
+    return _assemble(pl, bj, si, None if pl.own else _compute(pl, bj, si))
+
+
+def _deltas(pl: AttnPlan, dbj: int, dsi: int) -> dict[str, int]:
+    """How far every buffer window of the compute part moves from stream ``(bj, si)`` to
+    ``(bj + dbj, si + dsi)`` (batch group: ``bpb`` sequences of rows further; split: one
+    chunk of positions further, and one partial-output block with ``yp``)."""
+    rows, lp, dk, dv = dbj * pl.bpb * pl.q * pl.h, pl.lp, pl.dk, pl.dv
+    heads = dbj * pl.bpb * pl.kvh * lp * dk
+    y = rows * dv + (dsi * pl.b * pl.q * pl.h * dv if pl.S > 1 else 0)
+    return {pl.buf("q"): rows * dk, "sp": pl.lanes * (rows * lp + dsi * pl.K.chunk),
+            "sc": rows * lp + dsi * pl.K.chunk, "kh": heads + dsi * pl.K.chunk * dk,
+            "vh": heads + dsi * pl.V.chunk * dk, "pr": rows * lp + dsi * pl.V.chunk,
+            "yp" if pl.S > 1 else pl.buf("y"): y}
+
+
+def pim_streams(pl: AttnPlan) -> tuple[Stream, ...]:
+    """Every PIM stream, as :func:`pim_stream` builds them: the compute part is built once
+    per (K passes, V passes) of a split and moved into the other streams with the same
+    passes (their windows differ by whole chunks and batch groups only)."""
+    built: dict[tuple[int, int], tuple[int, tuple[tuple[Node, ...], tuple[Node, ...]]]] = {}
+    out = []
+    for bj in range(pl.Bs):
+        for si in range(pl.S):
+            if pl.own:
+                out.append(_assemble(pl, bj, si, None))
+                continue
+            key = (pl.passes_of(pl.K, si), pl.passes_of(pl.V, si))
+            if key not in built:
+                built[key] = (si, _compute(pl, 0, si))
+            si0, (a, b) = built[key]
+            d = _deltas(pl, bj, si - si0)
+            out.append(_assemble(pl, bj, si, (shift_refs(a, d), shift_refs(b, d))))
+    return tuple(out)
