@@ -38,7 +38,7 @@ from sim.program import Buffer, Program, Stream
 from sim.sysprog import Group, SystemProgram, validate_system
 from sim.system import load_system
 
-from .compile import PLANS, CompiledModel, _Builder, link_step
+from .compile import PLANS, CompiledModel, _Builder, _compact_kv, link_step
 from .partition import REDUCED, Partition, shard_graph, stage_of
 from .repeat import stacked_graph
 from .resident import pin_graph
@@ -174,8 +174,8 @@ class _StageBuilder(_Builder):
 
     def __init__(self, graph: OpGraph, hw: Hardware, db: Database | None,
                  schedules: dict[str, Schedule] | None, placement: str | None,
-                 tp: int, system: System) -> None:
-        super().__init__(graph, hw, db, schedules, placement)
+                 tp: int, system: System, fitted: dict[str, Schedule] | None = None) -> None:
+        super().__init__(graph, hw, db, schedules, placement, fitted)
         self.tp, self.system = tp, system
 
     def _rows(self) -> int:
@@ -232,16 +232,15 @@ def compile_system(model: str | ModelConfig, system: str | Path | System, part: 
                              capacity=capacity, fusion=fusion)
     graph = pin_graph(graph, hw, database)
     where = stage_of(graph, part)
-    builders = [_StageBuilder(graph, hw, database, schedules, placement, part.tp, system)
-                for _ in part.stages]
     # what each stage receives: (producer node, its home) per consuming stage
     sends: dict[int, list[tuple[int, OpNode]]] = {s: [] for s in range(part.pp)}
     for n in graph:
         for src in n.inputs:
             if where[src] < where[n.name] and all(p.name != src for _, p in sends[where[src]]):
                 sends[where[src]].append((where[n.name], graph.node(src)))
-    stages: list[CompiledModel] = []
-    for s, b in enumerate(builders):
+
+    def build_stage(s: int, fitted: dict[str, Schedule] | None) -> CompiledModel:
+        b = _StageBuilder(graph, hw, database, schedules, placement, part.tp, system, fitted)
         nodes = tuple(n for n in graph if where[n.name] == s)
         for n in nodes:
             b.add(n)
@@ -253,8 +252,14 @@ def compile_system(model: str | ModelConfig, system: str | Path | System, part: 
                                     (("x", home, off),)))
             keep.add(home)
         received = {b.home(src)[0] for n in nodes for src in n.inputs if where[src] < s}
-        cm = link_step(cfg, graph, hw, b, nodes, name=f"{cfg.name}_{graph.phase}_stage{s}",
-                       keep=frozenset(keep | received))
+        return link_step(cfg, graph, hw, b, nodes, name=f"{cfg.name}_{graph.phase}_stage{s}",
+                         keep=frozenset(keep | received))
+
+    stages: list[CompiledModel] = []
+    for s in range(part.pp):
+        cm = build_stage(s, None)
+        if not cm.budget.fits and (denser := _compact_kv(cm)):
+            cm = build_stage(s, denser)  # a device's cache in denser layouts, as on one device
         if check:
             cm.budget.check(f"{cfg.name} {graph.phase} batch {graph.batch} context "
                             f"{graph.context}, {part.describe()}, stage {s}, per device on "

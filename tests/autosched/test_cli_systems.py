@@ -55,3 +55,26 @@ def test_system_simulate_and_run_check(quad, tmp_path, capsys) -> None:
     assert main(["run", "--model", "llama-tiny", "--hw", quad, "--partition", "2x2",
                  "--check", "--steps", "2", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["passed"]
+
+
+def test_a_device_whose_cache_overflows_takes_denser_layouts_as_one_device_does() -> None:
+    """tp=2 on devices of 64 rows per bank: at batch 16 and context 512 each device's KV
+    cache fits only in denser attention layouts; the stage compiles with them (as a
+    single device's plan does) and simulates, where it used to be refused."""
+    from autosched.compiler.partition import Partition
+    from autosched.compiler.system_compile import compile_system
+    from sim.hwio import load_hardware
+    from sim.system import load_system
+    from sim.timing import simulate_system
+
+    dev = load_hardware("hbm-pim").to_dict()
+    dev["name"], dev["org"]["rows_per_bank"] = "hbm-pim-64rows", 64
+    system = load_system({"name": "duo", "device": dev, "devices": 2,
+                          "link": {"bandwidth_gbps": 64.0, "latency_ns": 500.0,
+                                   "topology": "switch"}})
+    cs = compile_system("llama-tiny", system, Partition.even(2, 1, 4), batch=16, context=512)
+    stage = cs.stages[0]
+    assert stage.budget.fits
+    attn = [c.kind for n, c in stage.choices.items() if n.endswith(".attn")]
+    assert attn and set(attn) == {"fitted"}
+    assert simulate_system(cs.program, system).latency_ns > 0
