@@ -190,10 +190,11 @@ class CandidatePool:
         else:
             self.pending[key] = Pending(point, [trial], cand)
 
-    def add_extra(self, point: dict, *, build_it: bool) -> bool:
-        """Add an unmeasured point without a trial; False if invalid or already pending."""
+    def add_extra(self, point: dict, taken: Collection[str], *, build_it: bool) -> bool:
+        """Add a point without a trial unless ``taken`` (the keys already measured) holds
+        it; False if it is measured, invalid or already pending."""
         key = self.key(point)
-        if key in self.pending:
+        if key in self.pending or key in taken:
             return False
         ok, cand = self._check(key, point, build_it)
         if ok:

@@ -197,7 +197,7 @@ class TaskTuner:
                                    build_it=False)
             for p in self.pool.unmeasured(rng, n_measure - len(self.pool.pending),
                                           self._by_key):
-                self.pool.add_extra(p, build_it=False)
+                self.pool.add_extra(p, self._by_key, build_it=False)
         keys = list(self.pool.pending)
         cands = [self.pool.pending[k].candidate for k in keys]
         chosen, scores = select(keys, cands, self.cost_model, n_measure, n_explore,
@@ -222,14 +222,14 @@ class TaskTuner:
             trial = self.study.ask()
             self.pool.consider(trial, self.space.suggest(trial), self._by_key, build_it=True)
         for p in self._moves(rng):
-            self.pool.add_extra(p, build_it=True)
+            self.pool.add_extra(p, self._by_key, build_it=True)
         n_random = (RANDOM_FIRST if not self.measurements else 1) * n_measure
         for p in self.pool.unmeasured(rng, n_random, self._by_key):
-            self.pool.add_extra(p, build_it=True)
+            self.pool.add_extra(p, self._by_key, build_it=True)
         for p in self.pool.lowered(self._by_key):
-            self.pool.add_extra(p, build_it=True)
+            self.pool.add_extra(p, self._by_key, build_it=True)
         for p in self._surrogate_picks(SURROGATE_FACTOR * n_measure):
-            self.pool.add_extra(p, build_it=True)
+            self.pool.add_extra(p, self._by_key, build_it=True)
 
     def _surrogate_picks(self, n: int, keys: list[str] | None = None) -> list[dict]:
         """The ``n`` unlowered valid points that a :class:`SpaceSurrogate` of the cost

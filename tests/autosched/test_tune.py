@@ -202,6 +202,7 @@ def test_plan_with_best_tuned_latency_is_chosen_and_stored(fakes, tmp_path, monk
 
 def test_fastest_placement_plan_is_reported(fakes, tmp_path, monkeypatch):
     monkeypatch.setitem(PLAN_FACTOR, "host", 0.25)  # all on the host beats the tuned mix
+    monkeypatch.setattr(tune_mod, "fusion_plans", lambda fusion: [None])  # unfused alone
     rep = tune(TINY, db=tmp_path / "t.db", trials=0, cost_model="none")
     assert rep.end_to_end.placement == "host"
     assert rep.end_to_end.tuned_ns == pytest.approx(rep.end_to_end.default_ns / 4)
@@ -232,3 +233,13 @@ def test_speedup_is_nan_for_a_task_that_never_ran():
 
     t = TaskReport(Workload.make("argmax", m=1, n=8), 1, math.inf, math.inf, 1.0, 0, None)
     assert math.isnan(t.speedup) and t.to_dict()["tuned_ns"] is None
+
+
+def test_finalists_are_the_best_estimates_and_every_close_one() -> None:
+    """Three plans at least; more (up to eight) while within 10 % of the best estimate,
+    because the estimate ignores the overlap that reorders close plans."""
+    est = [40810.0, 40795.0, 40810.0, 42475.0, 44152.0, 50611.0, 53953.0]
+    assert tune_mod.finalists(est) == [1, 0, 2, 3, 4]
+    assert tune_mod.finalists([1.0, 5.0, 9.0, 2.0]) == [0, 3, 1]
+    assert tune_mod.finalists([1.0] * 12) == list(range(8))
+    assert tune_mod.finalists([]) == []
