@@ -334,8 +334,8 @@ def _compact_kv(cm: CompiledModel) -> dict[str, Schedule]:
     """Schedules giving every attention the fastest layout whose cache fits the rows the
     weights and host buffers leave (``kvfit``); empty when none is compact enough."""
     bd, hw = cm.budget, cm.hw
-    attn = [n for n in cm.graph if n.workload.op == "attention" and
-            cm.choices[n.name].kind not in ("given", "fitted")]
+    attn = [n for n in cm.graph if n.workload.op == "attention" and n.name in cm.choices
+            and cm.choices[n.name].kind not in ("given", "fitted")]  # this stage's own
     if not attn:
         return {}
     left = hw.org.rows_per_bank - (bd.weights + bd.host) // bd.row_index

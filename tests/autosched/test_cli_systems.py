@@ -58,9 +58,10 @@ def test_system_simulate_and_run_check(quad, tmp_path, capsys) -> None:
 
 
 def test_a_device_whose_cache_overflows_takes_denser_layouts_as_one_device_does() -> None:
-    """tp=2 on devices of 64 rows per bank: at batch 16 and context 512 each device's KV
-    cache fits only in denser attention layouts; the stage compiles with them (as a
-    single device's plan does) and simulates, where it used to be refused."""
+    """Two devices of 48 rows per bank, llama-tiny at batch 16 and context 512: under tp=2
+    and under pp=2 each device's KV cache fits only in denser attention layouts; every
+    stage compiles with them (as a single device's plan does) and the step simulates,
+    where it used to be refused."""
     from autosched.compiler.partition import Partition
     from autosched.compiler.system_compile import compile_system
     from sim.hwio import load_hardware
@@ -68,13 +69,14 @@ def test_a_device_whose_cache_overflows_takes_denser_layouts_as_one_device_does(
     from sim.timing import simulate_system
 
     dev = load_hardware("hbm-pim").to_dict()
-    dev["name"], dev["org"]["rows_per_bank"] = "hbm-pim-64rows", 64
+    dev["name"], dev["org"]["rows_per_bank"] = "hbm-pim-48rows", 48
     system = load_system({"name": "duo", "device": dev, "devices": 2,
                           "link": {"bandwidth_gbps": 64.0, "latency_ns": 500.0,
                                    "topology": "switch"}})
-    cs = compile_system("llama-tiny", system, Partition.even(2, 1, 4), batch=16, context=512)
-    stage = cs.stages[0]
-    assert stage.budget.fits
-    attn = [c.kind for n, c in stage.choices.items() if n.endswith(".attn")]
-    assert attn and set(attn) == {"fitted"}
-    assert simulate_system(cs.program, system).latency_ns > 0
+    for part in (Partition.even(2, 1, 4), Partition.even(1, 2, 4)):  # tp=2; pp=2 (stages)
+        cs = compile_system("llama-tiny", system, part, batch=16, context=512)
+        for stage in cs.stages:
+            assert stage.budget.fits
+            attn = [c.kind for n, c in stage.choices.items() if n.endswith(".attn")]
+            assert attn and set(attn) == {"fitted"}
+        assert simulate_system(cs.program, system).latency_ns > 0
