@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from sim.bound import Bound, ChannelWork, host_op_ns
+from sim.bound import Bound, ChannelWork
 from sim.hardware import Hardware
 from sim.host_ops import cost
 from sim.isa import HostOp
@@ -66,7 +66,7 @@ def program_stats(program: Program, hw: Hardware) -> ProgramStats:
             st.host_ops += mult
             st.host_flops += mult * flops
             st.host_bytes += mult * nbytes
-            host_ns[0] += mult * host_op_ns(n, hw, dtypes)
+            host_ns[0] += mult * hw.host.op_ns(flops, nbytes)
 
     for s in program.streams:
         if s.engine == "host":

@@ -36,9 +36,7 @@ class Bound:
 
 def host_op_ns(op: HostOp, hw: Hardware, dtypes: dict[str, str]) -> float:
     """Roofline time of one host op, dispatch overhead included."""
-    flops, nbytes = cost(op, dtypes)
-    roof = max(flops / hw.host.peak_gflops, nbytes / hw.host.bandwidth_gbps)
-    return hw.host.op_overhead_ns + roof
+    return hw.host.op_ns(*cost(op, dtypes))
 
 
 class ChannelWork:

@@ -104,6 +104,11 @@ class Host:
     op_overhead_ns: float  # fixed cost of dispatching one host op
     dtype: str  # activations on the host
 
+    def op_ns(self, flops: float, nbytes: float) -> float:
+        """Time of one host op: dispatch plus its roofline,
+        ``op_overhead_ns + max(flops / peak_gflops, bytes / bandwidth_gbps)``."""
+        return self.op_overhead_ns + max(flops / self.peak_gflops, nbytes / self.bandwidth_gbps)
+
 
 @dataclass(frozen=True)
 class Energy:

@@ -98,8 +98,7 @@ def collective_ns(kind: str, n: int, size: int, link: Link | None, hw: Hardware,
     h = hw.host
 
     def reduce_ns(elems: int, out: int) -> float:
-        return h.op_overhead_ns + max(elems / h.peak_gflops,
-                                      4 * (elems + out) / h.bandwidth_gbps)
+        return h.op_ns(elems, 4 * (elems + out))
 
     if kind == "all_gather":
         return _sends_ns(link, 4 * size, n)

@@ -14,8 +14,7 @@ def host_op_args(op: HostOp, hw: Hardware, dtypes: dict[str, str]) -> tuple[floa
     """(duration ns, FLOPs, bytes) of one host op:
     ``op_overhead_ns + max(flops / peak_gflops, bytes / bandwidth_gbps)``."""
     flops, nbytes = cost(op, dtypes)
-    h = hw.host
-    return h.op_overhead_ns + max(flops / h.peak_gflops, nbytes / h.bandwidth_gbps), flops, nbytes
+    return hw.host.op_ns(flops, nbytes), flops, nbytes
 
 
 class HostEngine:

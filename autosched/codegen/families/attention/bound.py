@@ -36,6 +36,5 @@ def attention_bound_terms(workload: Workload, hw: Hardware) -> dict[str, float]:
     pim = max(math.ceil(columns / units) - 1, 0) * unit_ns
     bus = elems * hw.elem_bytes / hw.external_bandwidth_gbps
     n = dm["b"] * dm["q"] * dm["h"] * live
-    soft = hw.host.op_overhead_ns + max(5 * n / hw.host.peak_gflops,
-                                        2 * n * DTYPE_BYTES["fp32"] / hw.host.bandwidth_gbps)
+    soft = hw.host.op_ns(5 * n, 2 * n * DTYPE_BYTES["fp32"])
     return {"pim": pim, "bus": bus, "softmax": soft}
