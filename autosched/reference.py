@@ -1,13 +1,14 @@
 """Reference evaluator: run an operator graph (fused or not) on numpy, in float64.
 
 ``evaluate(graph, weights, ids)`` returns every node's output as ``[rows, width]``
-(``autosched.fusion.output_width``). ``weights[node name][tensor]`` holds ``W`` (and ``b``,
-``norm_w``) of linears, ``w`` of RMSNorms, ``table`` of the embedding; the fused graph's
-weights come from ``autosched.fusion.fuse_weights``. Operands are gathered with
-``autosched.fusion.operands``, so the evaluator checks the binding rules the compiler
-uses. Rotary tables come from the step's positions (:func:`rope_tables`). Attention reads
-and writes ``caches[node name] = (K, V)`` of shape ``[b, kvh, L >= l, d]`` in place (the
-new tokens go to positions ``l-q .. l-1``, like the device); missing caches start at zero.
+(``autosched.fusion.output_width``). ``weights[node name][tensor]`` holds ``W`` (and
+``b``, ``norm_w``, ``out_norm_w``) of linears, ``w`` of RMSNorms, ``table`` of the
+embedding; the fused graph's weights come from ``autosched.fusion.fuse_weights``.
+Operands are gathered with ``autosched.fusion.operands``, so the evaluator checks the
+binding rules the compiler uses. Rotary tables come from the step's positions
+(:func:`rope_tables`). Attention reads and writes ``caches[node name] = (K, V)`` of
+shape ``[b, kvh, L >= l, d]`` in place (the new tokens go to positions ``l-q .. l-1``,
+like the device); missing caches start at zero.
 """
 
 from __future__ import annotations
@@ -45,6 +46,13 @@ def _rmsnorm(x: Arr, w: Arr, eps: float) -> Arr:
     return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps) * w
 
 
+def _rotate(x: Arr, cos: Arr, sin: Arr) -> Arr:
+    """Rotate-half RoPE of ``x`` [rows, heads, d] by the rows' ``cos``/``sin`` [rows, d]."""
+    d = x.shape[-1]
+    rot = np.concatenate([-x[..., d // 2:], x[..., :d // 2]], axis=-1)
+    return x * cos[:, None] + rot * sin[:, None]
+
+
 def _linear(node: OpNode, ops: dict[str, Arr], t: dict[str, Arr]) -> Arr:
     w, x = node.workload, ops["x"]
     if w.attr("prologue") == "rmsnorm":
@@ -52,8 +60,11 @@ def _linear(node: OpNode, ops: dict[str, Arr], t: dict[str, Arr]) -> Arr:
     z = x @ np.asarray(t["W"], np.float64).T
     if w.attr("bias", 0):
         z = z + t["b"]
-    if w.attr("epilogue") == "add":
+    if w.attr("epilogue") in ("add", "add_rmsnorm"):
         z = z + ops["r"]
+    if w.attr("epilogue") == "add_rmsnorm":
+        eps = float(w.attr("out_eps", DEFAULT_EPS))
+        z = np.concatenate([z, _rmsnorm(z, t["out_norm_w"], eps)], axis=1)
     elif w.attr("epilogue") == "silu_mul":
         half = z.shape[1] // 2
         z = _silu(z[:, :half]) * z[:, half:]
@@ -85,6 +96,13 @@ def _attention(node: OpNode, ops: dict[str, Arr], caches: dict) -> Arr:
 def _run(graph: OpGraph, node: OpNode, ops: dict[str, Arr], t: dict[str, Arr],
          caches: dict, theta: float) -> Arr:
     w = node.workload
+    if w.op in ("gemv", "gemm") and w.attr("epilogue") == "rope":
+        heads, d = int(w.attr("rope_heads")), int(w.attr("rope_d"))
+        z = _linear(node, ops, t)
+        m = z.shape[0]
+        cos, sin = rope_tables(graph, d, theta)
+        return np.concatenate([_rotate(z[:, : heads * d].reshape(m, heads, d), cos, sin)
+                               .reshape(m, -1), z[:, heads * d:]], axis=1)
     if w.op in ("gemv", "gemm"):
         return _linear(node, ops, t)
     if w.op == "attention":
@@ -94,9 +112,7 @@ def _run(graph: OpGraph, node: OpNode, ops: dict[str, Arr], t: dict[str, Arr],
     if w.op == "rope":
         m, h, d = w.dims["m"], w.dims["h"], w.dims["d"]
         cos, sin = rope_tables(graph, d, theta)
-        x = ops["x"].reshape(m, h, d)
-        rot = np.concatenate([-x[..., d // 2:], x[..., :d // 2]], axis=-1)
-        return (x * cos[:, None] + rot * sin[:, None]).reshape(m, h * d)
+        return _rotate(ops["x"].reshape(m, h, d), cos, sin).reshape(m, h * d)
     if w.op == "embedding":
         return np.asarray(t["table"], np.float64)[ops["ids"][:, 0].astype(np.int64)]
     if w.op == "argmax":

@@ -7,12 +7,19 @@ turns an operator graph and a plan into the fused graph. Decisions:
   consumer gets attr ``prologue="rmsnorm"`` (and ``eps``) and reads the norm's input.
 * ``merge_qkv``: q, k, v projections become one linear ``qkv_proj``, n = (h + 2 kvh) d,
   output q | k | v per row.
+* ``rope_epilogue`` (only with ``merge_qkv``): ``qkv_proj`` gets attr ``epilogue="rope"``
+  (``rope_heads``, ``rope_d``): the host op finishing it rotates q | k, and the rope node
+  disappears.
 * ``merge_gate_up``: gate and up projections become one linear ``gate_up``, n = 2 I,
   output gate | up per row.
 * ``silu_mul_epilogue`` (only with ``merge_gate_up``): ``gate_up`` gets attr
   ``epilogue="silu_mul"`` (output [m, I]) and the SiLU and multiply nodes disappear.
 * ``residual_epilogue``: o_proj and down_proj get attr ``epilogue="add"`` and absorb the
   residual additions that follow them.
+* ``norm_epilogue`` (only with ``residual_epilogue``): such a linear whose sum feeds an
+  RMSNorm read only by linears' ``x`` (the next block's norm) gets attr
+  ``epilogue="add_rmsnorm"``: one host op writes the residual and its normalised copy
+  side by side, and the norm node disappears (before ``norm_into_linear`` sees it).
 """
 
 from __future__ import annotations
@@ -23,25 +30,29 @@ from search_spaces.space import Space
 
 __all__ = ["FULL_FUSION", "NO_FUSION", "VERSION", "fusion_default", "fusion_space"]
 
-VERSION = 1
+VERSION = 2
 _BOOL = Categorical((False, True))
 
 NO_FUSION: dict[str, bool] = {"norm_into_linear": False, "merge_qkv": False,
                               "merge_gate_up": False, "residual_epilogue": False}
 FULL_FUSION: dict[str, bool] = {"norm_into_linear": True, "merge_qkv": True,
-                                "merge_gate_up": True, "silu_mul_epilogue": True,
-                                "residual_epilogue": True}
+                                "rope_epilogue": True, "merge_gate_up": True,
+                                "silu_mul_epilogue": True, "residual_epilogue": True,
+                                "norm_epilogue": True}
 
 
 def fusion_space() -> Space:
-    """Five booleans (``silu_mul_epilogue`` exists only when ``merge_gate_up`` is True): 24
-    plans."""
+    """Seven booleans (``rope_epilogue`` exists only when ``merge_qkv`` is True,
+    ``silu_mul_epilogue`` only with ``merge_gate_up``, ``norm_epilogue`` only with
+    ``residual_epilogue``): 54 plans."""
     return Space("fusion", VERSION, (
         Param("norm_into_linear", _BOOL),
         Param("merge_qkv", _BOOL),
+        Param("rope_epilogue", _BOOL, Cond("merge_qkv", True)),
         Param("merge_gate_up", _BOOL),
         Param("silu_mul_epilogue", _BOOL, Cond("merge_gate_up", True)),
         Param("residual_epilogue", _BOOL),
+        Param("norm_epilogue", _BOOL, Cond("residual_epilogue", True)),
     ))
 
 

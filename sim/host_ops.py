@@ -3,6 +3,15 @@
 Inputs and outputs are the ``BufRef`` windows of a :class:`~sim.isa.HostOp`, shaped by
 their ``shape``. The timing simulator charges ``op_overhead_ns + max(flops / peak,
 bytes / bandwidth)``; the functional executor calls ``run``. Arithmetic is float32.
+
+Any op may carry an epilogue, attr ``epi``: comma-separated stages from
+:data:`EPILOGUES` applied to its result in the same dispatch (``bias``, ``add`` and
+``rmsnorm_cat`` add one more input each (``rope`` two), listed after the op's own inputs
+in stage order; ``silu_mul`` gates the first half of the last axis with the second,
+halving it; ``rmsnorm_cat`` appends the value's RMS norm (attr ``eps``) times its input
+``w``, doubling the last axis: the residual and the next layer's normalised input at
+once; ``rope`` reads ``cos`` and ``sin`` [rows, d] and rotates the first attr
+``rope_heads`` heads of ``d`` columns of each row).
 """
 
 from __future__ import annotations
@@ -16,7 +25,7 @@ from .errors import ProgramError
 from .hardware import DTYPE_BYTES
 from .isa import HostOp
 
-__all__ = ["HOST_OPS", "HostOpSpec", "cost", "register_extern", "run"]
+__all__ = ["EPILOGUES", "HOST_OPS", "HostOpSpec", "arity", "cost", "register_extern", "run"]
 
 Arr = np.ndarray
 
@@ -50,11 +59,16 @@ def _softmax(op: HostOp, x: Arr) -> Arr:
 def _masked_softmax(op: HostOp, x: Arr) -> Arr:
     """Softmax over the last axis, columns at or past a row's limit excluded (output 0).
 
+    An input with one axis more than the output holds partial sums: the extra (last)
+    axis is summed first (lane partials of the scores, read out of the banks).
+
     Attrs: ``scale``; ``limit`` (visible columns, default all); ``causal`` Q (default 0):
     row ``r`` of the flattened leading axes is query ``i = (r // group) % Q`` and sees
     columns ``< limit - Q + 1 + i``; ``group`` (default 1); ``window`` W (default 0: none):
     a row sees only its last W visible columns.
     """
+    if x.ndim > len(op.outs[0].shape):
+        x = x.sum(axis=-1)
     x = x * float(op.attr("scale", 1.0))
     n = x.shape[-1]
     rows = x.reshape(-1, n)
@@ -104,7 +118,7 @@ def _matmul_layout(op: HostOp, x: Arr, data: Arr) -> Arr:
     from .kernels.gemv import unpack_layout
 
     w = unpack_layout(str(op.attr("plan")), data)
-    return np.matmul(x, w[: op.outs[0].shape[-1], : x.shape[-1]].T)
+    return np.matmul(x, w[: _width(op), : x.shape[-1]].T)
 
 
 def _copy_cols(op: HostOp, src: Arr, base: Arr) -> Arr:
@@ -122,6 +136,19 @@ def _permute(op: HostOp, x: Arr) -> Arr:
     indices, as numpy's ``transpose``)."""
     axes = tuple(int(a) for a in str(op.attr("axes")).split(","))
     return np.transpose(x.reshape(op.ins[0].shape), axes)
+
+
+def _gemv_out(op: HostOp, part: Arr) -> Arr:
+    """A GEMV's result from its read-out partial sums ``part`` [rows_p, P, ks, width]
+    (or [..., width, lanes] with lane partials): lanes and the ``ks`` reduction slices
+    summed, giving [rows_p, P * width] row-major, of which the first ``m`` rows (the
+    output's) and ``n`` columns (attr ``n``; the rest is padding) are the result."""
+    x = part.reshape(op.ins[0].shape)
+    if x.ndim == 5:
+        x = x.sum(axis=-1)
+    x = x.sum(axis=2).reshape(x.shape[0], -1)
+    m = op.outs[0].size // op.outs[0].shape[-1]
+    return x[:m, : int(op.attr("n"))]
 
 
 def _reduce_sum(op: HostOp, x: Arr) -> Arr:
@@ -167,12 +194,24 @@ def _per_out(k: float) -> Callable[[HostOp], float]:
     return lambda op: k * op.outs[0].size
 
 
+def _width(op: HostOp) -> int:
+    """Last-axis width of the op's own result: its output's, undoing the epilogue's
+    ``silu_mul`` (halves) and ``rmsnorm_cat`` (doubles)."""
+    w, stages = op.outs[0].shape[-1], str(op.attr("epi", ""))
+    return w * (2 if "silu_mul" in stages else 1) // (2 if "rmsnorm_cat" in stages else 1)
+
+
 def _matmul_flops(op: HostOp) -> float:
-    return 2.0 * op.outs[0].size * op.ins[0].shape[-1]
+    return 2.0 * op.outs[0].size * op.ins[0].shape[-1] * _width(op) / op.outs[0].shape[-1]
 
 
 def _in_elems(k: float) -> Callable[[HostOp], float]:
     return lambda op: k * op.ins[0].size
+
+
+def _softmax_flops(op: HostOp) -> float:
+    return 5.0 * op.outs[0].size + (op.ins[0].size if len(op.ins[0].shape) > len(
+        op.outs[0].shape) else 0)
 
 
 HOST_OPS: dict[str, HostOpSpec] = {
@@ -191,11 +230,12 @@ HOST_OPS: dict[str, HostOpSpec] = {
     "rmsnorm": HostOpSpec(2, _rmsnorm, _per_out(4)),
     "layernorm": HostOpSpec(3, _layernorm, _per_out(8)),
     "softmax": HostOpSpec(1, _softmax, _per_out(5)),
-    "masked_softmax": HostOpSpec(1, _masked_softmax, _per_out(5)),
+    "masked_softmax": HostOpSpec(1, _masked_softmax, _softmax_flops),
     "rope": HostOpSpec(3, _rope, _per_out(3)),
     "matmul": HostOpSpec(2, _matmul, _matmul_flops),
     "matmul_layout": HostOpSpec(2, _matmul_layout, _matmul_flops),
     "reduce_sum": HostOpSpec(1, _reduce_sum, _in_elems(1)),
+    "gemv_out": HostOpSpec(1, _gemv_out, _in_elems(1)),
     "permute": HostOpSpec(1, _permute, _per_out(0)),
     "embedding": HostOpSpec(2, _embedding, _per_out(0)),
     "argmax": HostOpSpec(1, _argmax, _in_elems(1)),
@@ -203,13 +243,88 @@ HOST_OPS: dict[str, HostOpSpec] = {
 }
 
 
-def _spec(op: HostOp) -> HostOpSpec:
+# epilogue stage -> (extra inputs, FLOPs per element of the value it is applied to)
+EPILOGUES: dict[str, tuple[int, float]] = {"bias": (1, 1.0), "add": (1, 1.0),
+                                           "silu_mul": (0, 3.0), "rmsnorm_cat": (1, 4.0),
+                                           "rope": (2, 3.0)}
+
+
+def _stages(op: HostOp) -> list[str]:
+    stages = [x for x in str(op.attr("epi", "")).split(",") if x]
+    bad = [x for x in stages if x not in EPILOGUES]
+    if bad:
+        raise ProgramError(f"host op {op.kind!r}: epilogue stage {bad[0]!r} unknown "
+                           f"(known: {', '.join(EPILOGUES)})")
+    return stages
+
+
+def arity(op: HostOp) -> str | None:
+    """Why ``op`` has the wrong kind or number of operands (None: it is well formed)."""
     spec = HOST_OPS.get(op.kind)
     if spec is None:
-        raise ProgramError(f"unknown host op {op.kind!r} (known: {', '.join(sorted(HOST_OPS))})")
-    if (spec.n_in >= 0 and len(op.ins) != spec.n_in) or len(op.outs) != 1:
-        raise ProgramError(f"host op {op.kind!r} takes {spec.n_in} inputs and 1 output")
-    return spec
+        return f"unknown host op {op.kind!r} (known: {', '.join(sorted(HOST_OPS))})"
+    try:
+        extra = sum(EPILOGUES[x][0] for x in _stages(op))
+    except ProgramError as e:
+        return str(e)
+    if (spec.n_in >= 0 and len(op.ins) != spec.n_in + extra) or len(op.outs) != 1:
+        plus = f" (plus {extra} for its epilogue)" if extra else ""
+        return (f"host op {op.kind!r} takes {spec.n_in} inputs{plus} and 1 output, "
+                f"got {len(op.ins)} and {len(op.outs)}")
+    return None
+
+
+def _spec(op: HostOp) -> HostOpSpec:
+    why = arity(op)
+    if why is not None:
+        raise ProgramError(why)
+    return HOST_OPS[op.kind]
+
+
+def _base_ins(op: HostOp) -> int:
+    """Inputs of the op itself (the rest feed its epilogue)."""
+    spec = HOST_OPS[op.kind]
+    return len(op.ins) - sum(EPILOGUES[x][0] for x in _stages(op)) if spec.n_in < 0 \
+        else spec.n_in
+
+
+def _rope_cols(x: Arr, cos: Arr, sin: Arr, heads: int) -> Arr:
+    """``x`` [rows, w] with its first ``heads`` heads of ``d`` columns rotated by the
+    rows' ``cos``/``sin`` [rows, d] (rotate-half, as the ``rope`` op)."""
+    d = cos.shape[-1]
+    c, s = cos.reshape(-1, 1, d), sin.reshape(-1, 1, d)
+    head = x[:, : heads * d].reshape(x.shape[0], heads, d)
+    rot = np.concatenate([-head[..., d // 2:], head[..., : d // 2]], axis=-1)
+    return np.concatenate([(head * c + rot * s).reshape(x.shape[0], -1), x[:, heads * d:]],
+                          axis=1)
+
+
+def _epilogue(op: HostOp, x: Arr, extra: list[Arr]) -> Arr:
+    it = iter(extra)
+    for st in _stages(op):
+        if st == "silu_mul":
+            h = x.shape[-1] // 2
+            x = _silu(x[..., :h]) * x[..., h:]
+        elif st == "add":  # one value per element
+            x = x + next(it).reshape(x.shape)
+        elif st == "rmsnorm_cat":
+            x = np.concatenate([x, _rmsnorm(op, x, next(it).reshape(-1))], axis=-1)
+        elif st == "rope":
+            x = _rope_cols(x, next(it), next(it), int(op.attr("rope_heads")))
+        else:  # bias: one value per column
+            x = x + next(it).reshape(-1)
+    return x
+
+
+def _epi_flops(op: HostOp) -> float:
+    """FLOPs of the epilogue: each stage on the value it receives (twice the output's
+    width before a ``silu_mul``)."""
+    stages, total = _stages(op), 0.0
+    size = op.outs[0].size * _width(op) // op.outs[0].shape[-1]
+    for st in stages:
+        total += EPILOGUES[st][1] * size
+        size = size // 2 if st == "silu_mul" else size * 2 if st == "rmsnorm_cat" else size
+    return total
 
 
 def cost(op: HostOp, dtypes: dict[str, str]) -> tuple[float, float]:
@@ -224,13 +339,16 @@ def cost(op: HostOp, dtypes: dict[str, str]) -> tuple[float, float]:
         block = rows * (int(op.attr("hi")) - int(op.attr("lo", 0)))
         eb_in, eb_out = DTYPE_BYTES[dtypes[op.ins[0].buf]], DTYPE_BYTES[dtypes[out.buf]]
         nbytes = block * (eb_in + eb_out) + int(op.attr("clear", 0)) * out.size * eb_out
-    return spec.flops(op), float(nbytes)
+    return spec.flops(op) + _epi_flops(op), float(nbytes)
 
 
 def run(op: HostOp, ins: list[Arr]) -> Arr:
     """Evaluate one host op on float32 arrays already shaped as the op's inputs."""
     spec = _spec(op)
-    out = spec.fn(op, *ins)
+    nb = _base_ins(op)
+    out = spec.fn(op, *ins[:nb])
+    if op.attr("epi"):
+        out = _epilogue(op, np.asarray(out, np.float32), list(ins[nb:]))
     shape = op.outs[0].shape
     out = np.asarray(out, dtype=np.float32)
     if out.size != int(np.prod(shape)):

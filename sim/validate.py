@@ -15,7 +15,7 @@ from typing import NoReturn
 
 from .errors import ProgramError
 from .hardware import DTYPE_BYTES, Hardware
-from .host_ops import HOST_OPS
+from .host_ops import arity
 from .hwio import load_hardware
 from .isa import (
     MAC_MODES,
@@ -181,12 +181,9 @@ class _Checker:
         self.bufref(ins.dst, "dst", ins.src.size, sizes)
 
     def host_op(self, ins: HostOp) -> None:
-        spec = HOST_OPS.get(ins.kind)
-        if spec is None:
-            self.fail(f"unknown host op {ins.kind!r} (known: {', '.join(sorted(HOST_OPS))})")
-        if (spec.n_in >= 0 and len(ins.ins) != spec.n_in) or len(ins.outs) != 1:
-            self.fail(f"host op {ins.kind!r} takes {spec.n_in} inputs and 1 output, "
-                      f"got {len(ins.ins)} and {len(ins.outs)}")
+        why = arity(ins)
+        if why is not None:
+            self.fail(why)
         for k, r in enumerate(ins.ins):
             self.bufref(r, f"ins[{k}]")
         self.bufref(ins.outs[0], "outs[0]")

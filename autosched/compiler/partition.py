@@ -102,7 +102,7 @@ def shard_graph(graph: OpGraph, tp: int) -> OpGraph:
     nodes = []
     for n in graph.nodes:
         w = n.workload
-        if n.role in REDUCED and w.attr("epilogue") == "add":
+        if n.role in REDUCED and w.attr("epilogue") in ("add", "add_rmsnorm"):
             raise AutoschedError(f"{n.name}: a residual fused into {n.role} would be added on "
                                  "every tensor-parallel device; compile without "
                                  "residual_epilogue")

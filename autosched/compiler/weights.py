@@ -33,13 +33,14 @@ def node_weights(w: Weights, node: OpNode) -> dict[str, np.ndarray]:
 
 def rope_tables(w: Weights, node: OpNode, positions: np.ndarray) -> tuple[np.ndarray,
                                                                             np.ndarray]:
-    """cos, sin ``[len(positions), head_dim]`` from the node's rotary module."""
+    """cos, sin ``[len(positions), head_dim]`` from the node's rotary module (a rope node,
+    or a linear whose epilogue rotates: head dim attr ``rope_d``)."""
     path = node.param("rotary")
     if not path:
         raise AutoschedError(f"{node.name}: the capture found no module computing its "
                              "rotary tables")
     mod = w.module(path)
-    d = node.workload.dims["d"]
+    d = int(node.workload.dims.get("d") or node.workload.attr("rope_d"))
     pos = torch.as_tensor(np.asarray(positions, dtype=np.int64))[None, :]
     with torch.no_grad():
         cos, sin = mod(torch.zeros(1, 1, d, dtype=torch.float32), pos)
@@ -68,6 +69,11 @@ def node_constants(w: Weights, node: OpNode, positions: np.ndarray) -> dict[str,
         if node.workload.attr("prologue") == "rmsnorm":
             out["norm_w"] = w.get(node.param("norm_w")) if node.param("norm_w") else \
                 np.ones(node.workload.dims["k"], np.float32)
+        if node.workload.attr("epilogue") == "rope":
+            out["cos"], out["sin"] = rope_tables(w, node, positions)
+        if node.workload.attr("epilogue") == "add_rmsnorm":
+            out["out_norm_w"] = w.get(node.param("out_norm_w")) if node.param("out_norm_w") \
+                else np.ones(node.workload.dims["n"], np.float32)
     elif op == "host":
         for local, name in node.params:
             out[local] = w.get(name)

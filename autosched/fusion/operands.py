@@ -2,10 +2,12 @@
 
 Every node output is a matrix ``[rows, width]`` (:func:`output_width`); :func:`operands`
 maps each activation input of a node's kernel (family convention names: ``x``, ``r``,
-``a``, ``b``, ``q``, ``k``, ``v``, ``ids``, ``x0``.. of a host op) to the :class:`FusedView` s whose
-column-concatenation forms it. Outputs holding several logical tensors are labelled by
-:func:`output_parts`: ``qkv_proj`` = q | k | v, ``rope`` = q | k, ``gate_up`` (without
-silu_mul) = gate | up. E.g. attention ``v`` = columns ``[(h+kvh)d, (h+2kvh)d)`` of
+``a``, ``b``, ``q``, ``k``, ``v``, ``ids``, ``x0``.. of a host op) to the
+:class:`FusedView` s whose column-concatenation forms it. Outputs holding several
+logical tensors are labelled by :func:`output_parts`: ``qkv_proj`` = q | k | v, ``rope``
+= q | k, ``gate_up`` (without silu_mul) = gate | up, a linear with
+``epilogue="add_rmsnorm"`` = res | norm (its ``r`` consumers read the sum, the others
+its normalised copy). E.g. attention ``v`` = columns ``[(h+kvh)d, (h+2kvh)d)`` of
 ``qkv_proj``; rope ``x`` of an unfused graph = ``q_proj`` | ``k_proj`` (two views), of a
 merged one columns ``[0, (h+kvh)d)`` of ``qkv_proj`` (adjacent columns of one source are
 always one view). ``last`` marks a consumer that reads only each sequence's last token
@@ -48,7 +50,9 @@ def output_width(w: Workload) -> int:
     """Columns of the output of ``w`` seen as ``[rows, width]``."""
     d = w.dims
     if w.op in _LINEAR:
-        return d["n"] // 2 if w.attr("epilogue") == "silu_mul" else d["n"]
+        epi = w.attr("epilogue")
+        return d["n"] // 2 if epi == "silu_mul" else 2 * d["n"] if epi == "add_rmsnorm" \
+            else d["n"]
     if w.op in ("rope", "attention"):
         return d["h"] * d["d"]
     return 1 if w.op == "argmax" else d["n"]
@@ -72,6 +76,8 @@ def output_parts(graph: OpGraph, node: OpNode) -> dict[str, tuple[int, int]]:
         return parts if node.role == "qkv_proj" else {"q": parts["q"], "k": parts["k"]}
     if node.role == "gate_up" and node.workload.attr("epilogue") != "silu_mul":
         return {"gate": (0, width // 2), "up": (width // 2, width)}
+    if node.workload.attr("epilogue") == "add_rmsnorm":
+        return {"res": (0, width // 2), "norm": (width // 2, width)}
     return {_LABEL.get(node.role, "out"): (0, width)}
 
 
@@ -110,7 +116,7 @@ def operands(graph: OpGraph, node: OpNode) -> dict[str, tuple[FusedView, ...]]:
     if w.op == "attention":
         return {k: _labelled(graph, node, (k,)) for k in ("q", "k", "v")}
     if w.op in _LINEAR:
-        names = ("x", "r") if w.attr("epilogue") == "add" else ("x",)
+        names = ("x", "r") if w.attr("epilogue") in ("add", "add_rmsnorm") else ("x",)
     elif w.op == "elementwise":
         names = ("a", "b") if w.attr("fn") in ("add", "mul", "silu_mul") else ("a",)
     elif w.op == "host":
@@ -123,7 +129,9 @@ def operands(graph: OpGraph, node: OpNode) -> dict[str, tuple[FusedView, ...]]:
     out = {}
     for name, src in zip(names, node.inputs, strict=True):
         parts = output_parts(graph, graph.node(src))
-        if len(parts) > 1:
+        if "norm" in parts:  # a residual linear's r reads the sum, any other input its norm
+            out[name] = (_view(graph, node, src, parts["res" if name == "r" else "norm"]),)
+        elif len(parts) > 1:
             lab = _ROLE_PART.get(node.role)
             if lab not in parts:
                 raise FusionError(f"{node.name} reads merged {src} but its role {node.role!r} "

@@ -4,10 +4,10 @@
 returns a new :class:`OpGraph` whose nodes carry the fused workloads: merged linears are
 named ``l{i}.qkv_proj`` / ``l{i}.gate_up`` (roles ``qkv_proj``, ``gate_up``; parameter
 names of the parts joined by ``|`` in order), absorbing
-linears keep their name and role with new attrs (``prologue``, ``eps``, ``epilogue``),
-removed nodes' consumers read the node that replaced them. ``fuse_weights`` gives the
-weights of the fused graph (merged ``W``/``b`` concatenated in q|k|v and gate|up order,
-``norm_w`` from the absorbed norm's ``w``).
+linears keep their name and role with new attrs (``prologue``, ``eps``, ``epilogue``,
+``out_eps``), removed nodes' consumers read the node that replaced them. ``fuse_weights``
+gives the weights of the fused graph (merged ``W``/``b`` concatenated in q|k|v and gate|up
+order, ``norm_w`` / ``out_norm_w`` from the absorbed norm's ``w``).
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ class _State:
     nodes: list[OpNode]
     origin: dict[str, tuple[str, ...]]  # linear node -> original nodes whose W it stacks
     norm: dict[str, str]  # node with a prologue -> the norm node it absorbed
+    out_norm: dict[str, str] = dataclasses.field(default_factory=dict)  # same, epilogue
 
     def consumers(self, name: str) -> list[OpNode]:
         return [n for n in self.nodes if name in n.inputs]
@@ -98,6 +99,25 @@ def _silu_mul(st: _State) -> None:
         st.rewire({mul.name: g.name})
 
 
+def _rope(st: _State) -> None:
+    for r in [n for n in st.nodes if n.workload.op == "rope"]:
+        lin = next((n for n in st.nodes if r.inputs == (n.name,)), None)
+        d = r.workload.dims
+        if (lin is None or lin.role != "qkv_proj" or lin.workload.attr("epilogue")
+                or _rows(lin.workload) != d["m"] or d["h"] * d["d"] > lin.workload.dims["n"]
+                or not all(u.workload.op == "attention" for u in st.consumers(r.name))):
+            raise FusionError(f"{r.name}: rope_epilogue needs a rope reading q | k of a merged "
+                              "qkv_proj with no epilogue, read by attention only")
+        params = dict(lin.params)
+        if r.param("rotary"):
+            params["rotary"] = r.param("rotary")
+        st.swap(lin, dataclasses.replace(
+            lin, workload=_with(lin.workload, epilogue="rope", rope_heads=d["h"], rope_d=d["d"]),
+            params=tuple(sorted(params.items()))))
+        st.swap(r, None)
+        st.rewire({r.name: lin.name})
+
+
 def _residual(st: _State) -> None:
     for lin in [n for n in st.nodes if n.role in ("o_proj", "ffn_down")]:
         users = st.consumers(lin.name)
@@ -112,6 +132,33 @@ def _residual(st: _State) -> None:
         st.swap(add, dataclasses.replace(lin, workload=_with(lin.workload, epilogue="add"),
                                          inputs=(lin.inputs[0], res)))
         st.rewire({add.name: lin.name})
+
+
+def _norm_epilogue(st: _State) -> None:
+    for lin in [n for n in st.nodes if n.workload.attr("epilogue") == "add"]:
+        users = st.consumers(lin.name)
+        norms = [u for u in users if u.workload.op == "rmsnorm"]
+        if len(norms) != 1 or _rows(norms[0].workload) != _rows(lin.workload):
+            continue
+        r = norms[0]
+        readers = st.consumers(r.name)
+        others = [u for u in users if u is not r]
+        if not readers or not all(u.workload.op in _LINEAR and u.inputs[0] == r.name
+                                  and r.name not in u.inputs[1:] for u in readers) \
+                or not all(u.workload.op in _LINEAR and u.workload.attr("epilogue") == "add"
+                           and u.inputs[1:] == (lin.name,) and u.inputs[0] != lin.name
+                           for u in others):
+            continue  # the sum must reach linears' x only through the norm, others' r only
+        eps = float(r.workload.attr("eps", DEFAULT_EPS))
+        params = dict(lin.params)
+        if r.param("w"):
+            params["out_norm_w"] = r.param("w")
+        st.out_norm[lin.name] = r.name
+        st.swap(lin, dataclasses.replace(
+            lin, workload=_with(lin.workload, epilogue="add_rmsnorm", out_eps=eps),
+            params=tuple(sorted(params.items()))))
+        st.swap(r, None)
+        st.rewire({r.name: lin.name})
 
 
 def _norms(st: _State) -> None:
@@ -138,12 +185,16 @@ def _fuse(graph: OpGraph, plan: dict) -> _State:
     st = _State(list(graph.nodes), {}, {})
     if plan["merge_qkv"]:
         _merge(st, ("q_proj", "k_proj", "v_proj"), "qkv_proj")
+        if plan["rope_epilogue"]:
+            _rope(st)
     if plan["merge_gate_up"]:
         _merge(st, ("ffn_gate", "ffn_up"), "gate_up")
         if plan["silu_mul_epilogue"]:
             _silu_mul(st)
     if plan["residual_epilogue"]:
         _residual(st)
+        if plan["norm_epilogue"]:
+            _norm_epilogue(st)
     if plan["norm_into_linear"]:
         _norms(st)
     return st
@@ -168,6 +219,8 @@ def fuse_weights(graph: OpGraph, plan: dict,
                 t[key] = np.concatenate([weights[s][key] for s in srcs], axis=0)
         if n.name in st.norm:
             t["norm_w"] = weights[st.norm[n.name]]["w"]
+        if n.name in st.out_norm:
+            t["out_norm_w"] = weights[st.out_norm[n.name]]["w"]
         if t:
             out[n.name] = t
     return out

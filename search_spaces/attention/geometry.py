@@ -17,7 +17,8 @@ Three tensor layouts, each depending only on (b, q, kvh, d, capacity, window, sc
 never on l (``L`` lanes per column, ``dk`` a position's elements padded to columns):
 
 * ``kpim`` (K for scores on PIM): a pass gives unit ``u`` ``ppu`` positions in
-  ``ceil(ppu / ppr)`` rows, position-major (a position's ``dk`` elements in ``dk / L``
+  ``ceil(ppu / ppr)`` rows (``ppu`` fewer than a row holds when the cache is short:
+  :func:`~.rules.k_fill`), position-major (a position's ``dk`` elements in ``dk / L``
   columns, ``ppr = E // dk`` per row). Register sets of ``pps`` positions ("subs") are
   read out in (sub, unit) order.
 * ``vpim`` (V for the weighted sum on PIM): a position's ``dv = uv * cpp * L`` (padded)
@@ -37,7 +38,7 @@ from sim.errors import AutoschedError
 from sim.hardware import Hardware
 from sim.kernels.base import ceil_div
 
-from .rules import AttnShape, attention_reasons, shape_reasons
+from .rules import AttnShape, attention_reasons, k_fill, shape_reasons
 
 __all__ = ["AttnPlan", "Piece", "TensorLayout", "attention_shape", "plan_attention"]
 
@@ -216,7 +217,7 @@ def plan_attention(w_dims: dict[str, int], cap: int, point: dict, hw: Hardware,
     ppr, dot = sh.ppr, point.get("k_mode") == "dot"
     rpq = point.get("k_regs", 1)
     pps = rpq * (lanes if dot else 1)
-    ppu = max(pps, ppr)
+    ppu = k_fill(sh, point) if point["scores"] == "pim" else max(pps, ppr)
     S, nb, span = point["seq_split"], hw.org.banks_per_channel, sh.span
     if point["scores"] == "pim":
         K = _layout("kpim", U * ppu, ceil_div(ppu, ppr), span, S, 0)

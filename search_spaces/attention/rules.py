@@ -26,7 +26,7 @@ from sim.hardware import Hardware
 from sim.kernels.base import ceil_div
 
 __all__ = ["ATTN_RULES", "AttnRule", "AttnShape", "attention_reasons", "cache_rows",
-           "channels_used", "shape_reasons"]
+           "channels_used", "k_fill", "shape_reasons"]
 
 V = Mapping[str, Any]
 
@@ -119,9 +119,19 @@ def shape_reasons(s: AttnShape, l: int | None = None) -> list[str]:  # noqa: E74
 
 def _kpim(s: AttnShape, v: V) -> tuple[int, int]:
     """(positions per channel pass, rows per pass) of K laid out for scores on PIM."""
-    pps = v["k_regs"] * (s.lanes if v["k_mode"] == "dot" else 1)
-    ppu = max(pps, s.ppr)
+    ppu = k_fill(s, v)
     return s.hw.units_per_channel * ppu, ceil_div(ppu, s.ppr)
+
+
+def k_fill(s: AttnShape, v: V) -> int:
+    """Positions a unit holds per K pass: a whole row's (``ppr``, at least one register
+    set), or, when the cache is too short to give every stream of the sequence split a
+    pass of whole rows, just enough register sets that each stream gets a share (the
+    rows used are the same: one pass per slot either way)."""
+    pps = v["k_regs"] * (s.lanes if v["k_mode"] == "dot" else 1)
+    full = max(pps, s.ppr)
+    need = ceil_div(s.span, s.hw.units_per_channel * v["seq_split"])
+    return min(full, max(pps, ceil_div(need, pps) * pps))
 
 
 def channels_used(v: V) -> int:

@@ -108,7 +108,7 @@ def attention_space(workload: Workload, hw: Hardware) -> Space:
     if "v_units" in present:
         params += (Param("head_pad", Categorical((sh.dk,))),
                    Param("v_units", Categorical(sh.v_options())))
-    return Space("attention", 1, params, _rules(sh))
+    return Space("attention", 2, params, _rules(sh))
 
 
 def attention_default(workload: Workload, hw: Hardware) -> dict:

@@ -6,6 +6,7 @@ against. Each builder returns a :class:`Kernel` (program + bindings + weight pla
 from .base import Kernel
 from .baseline import baseline_reason, baseline_rows, gemv_baseline
 from .elementwise import BINARY_FNS, elementwise
+from .epilogue import Epilogue
 from .gemv import gemv
 from .gemv_layout import LOOP_ORDERS, GemvOpts, GemvPlan, plan_gemv
 from .gemv_rules import GEMV_RULES, GemvRule, GemvShape, gemv_reasons
@@ -17,6 +18,7 @@ __all__ = [
     "GemvOpts",
     "GemvPlan",
     "GemvRule",
+    "Epilogue",
     "GemvShape",
     "Kernel",
     "baseline_reason",

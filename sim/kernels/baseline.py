@@ -17,9 +17,10 @@ import numpy as np
 
 from ..errors import AutoschedError
 from ..hardware import Hardware
-from ..isa import Act, BufRef, HostOp, Pre, RdBank, Signal, Wait, aff
+from ..isa import Act, BufRef, Pre, RdBank, Signal, Wait, aff
 from ..program import Buffer, Loop, Node, Program, Stream
 from .base import Kernel, ceil_div, loop
+from .epilogue import NO_EPILOGUE, Epilogue
 
 __all__ = ["baseline_reason", "baseline_rows", "gemv_baseline", "place_baseline"]
 
@@ -48,8 +49,10 @@ def baseline_reason(hw: Hardware, n: int, k: int) -> str | None:
     return None
 
 
-def gemv_baseline(hw: Hardware, n: int, k: int, batch: int = 1) -> Kernel:
-    """``y[batch, n] = x @ W^T`` with every weight read to the host; tensors ``x``, ``W``."""
+def gemv_baseline(hw: Hardware, n: int, k: int, batch: int = 1, *,
+                  epilogue: Epilogue = NO_EPILOGUE) -> Kernel:
+    """``y[batch, n] = x @ W^T`` with every weight read to the host; tensors ``x``, ``W``;
+    ``epilogue`` fused into the multiply as in :func:`~sim.kernels.gemv.gemv`."""
     if min(n, k, batch) < 1:
         raise AutoschedError(f"gemv_baseline needs positive n, k, batch; got {n}, {k}, {batch}")
     nb, nch, e, cpr = hw.org.banks_per_channel, hw.org.channels, hw.row_elems, hw.columns_per_row
@@ -68,12 +71,13 @@ def gemv_baseline(hw: Hardware, n: int, k: int, batch: int = 1) -> Kernel:
     body += [Loop("c", cpr, reads), *(Pre(b, 0) for b in order)]
     pim = Stream("pim", "pim", tuple(range(nch)), (*loop("rw", rows, body),
                                                    Signal("weights")))
-    mm = HostOp("matmul", (BufRef("y", aff(0), (batch, n)),),
-                (BufRef("x", aff(0), (batch, k)), BufRef("Wh", aff(0), (n, k))))
+    mm, ebufs = epilogue.op(
+        "matmul", (BufRef("x", aff(0), (batch, k)), BufRef("Wh", aff(0), (n, k))), batch, n)
+    shapes = epilogue.shapes(batch, n)
     host = Stream("host", "host", (), (Wait(("weights",)), mm))
     dt = hw.pim.dtype
-    bufs = (Buffer("x", dt, batch * k), Buffer("Wh", dt, rows * nch * nb * e),
-            Buffer("y", "fp32", batch * n))
+    bufs = (Buffer("x", dt, batch * k), Buffer("Wh", dt, rows * nch * nb * e), *ebufs)
     prog = Program((pim, host), bufs, name=f"gemv_baseline_{n}x{k}_b{batch}")
-    return Kernel(prog, ("x",), "y", (batch, n), partial(place_baseline, hw, rows),
-                  input_shapes=((batch, k),), padded_shapes=((batch, k),), staged=("Wh",))
+    return Kernel(prog, ("x", *epilogue.inputs()), "y", epilogue.out_shape(batch, n),
+                  partial(place_baseline, hw, rows), input_shapes=((batch, k), *shapes),
+                  padded_shapes=((batch, k), *shapes), staged=("Wh",))

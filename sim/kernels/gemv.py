@@ -1,10 +1,10 @@
 """GEMV on the PIM units: ``y[batch, n] = x[batch, k] @ W[n, k]^T``.
 
 One SPMD PIM stream per reduction slice (``ch`` = channel position in the slice) and a
-host stream that waits for every slice and then reduces register lanes (``lane`` mode)
-and slices (``k_split``) and strips the padding. Weights are laid out by
-:func:`place_gemv` exactly as the loops in :func:`_stream` walk them; the layout depends
-only on the plan, never on the loop order.
+host stream that waits for every slice and then, in one host op, reduces register lanes
+(``lane`` mode) and slices (``k_split``), strips the padding and applies the epilogue.
+Weights are laid out by :func:`place_gemv` exactly as the loops in :func:`_stream` walk
+them; the layout depends only on the plan, never on the loop order.
 """
 
 from __future__ import annotations
@@ -16,9 +16,10 @@ from functools import lru_cache, partial
 import numpy as np
 
 from ..hardware import Hardware
-from ..isa import Act, Affine, BufRef, ClrAcc, HostOp, Mac, Pre, RdAcc, Signal, Wait, WrGb, aff
+from ..isa import Act, Affine, BufRef, ClrAcc, Mac, Pre, RdAcc, Signal, Wait, WrGb, aff
 from ..program import Buffer, Node, Program, Stream
 from .base import Kernel, affine_sum, loop, loop_nest, pad_to, shift_refs
+from .epilogue import NO_EPILOGUE, Epilogue
 from .gemv_layout import GemvOpts, GemvPlan, plan_gemv
 
 __all__ = ["gemv", "place_gemv", "plan_from_json", "plan_json", "unpack_layout"]
@@ -195,55 +196,34 @@ def _slice_streams(pl: GemvPlan) -> tuple[Stream, ...]:
     return tuple(out)
 
 
-def _host(pl: GemvPlan, strip: bool) -> tuple[Stream, list[Buffer], str]:
-    """Wait for every slice, reduce lanes and slices, strip the padding into ``y``.
-
-    Returns the stream, its buffers and the result buffer: ``y`` [batch, n], or with
-    ``strip=False`` the reduced buffer itself, [Bp, npad] row-major.
-    """
+def _host(pl: GemvPlan, epilogue: Epilogue) -> tuple[Stream, list[Buffer]]:
+    """Wait for every slice, then one ``gemv_out`` host op: reduce lanes and slices,
+    strip the padding, apply the epilogue, write ``y``."""
     bp, w = pl.Bp, pl.part_width
-    body: list[Node] = [Wait(tuple(f"gemv{kk}" for kk in range(pl.ks)))]
-    bufs = [Buffer("part", "fp32", bp * pl.P * pl.ks * w)]
-    cur, width = "part", w  # cur is [Bp, P, ks, width]
-    if pl.opts.mode == "lane":
-        width = w // pl.RL
-        bufs.append(Buffer("lanesum", "fp32", bp * pl.P * pl.ks * width))
-        body.append(HostOp("reduce_sum", (BufRef("lanesum", aff(0), (bp, pl.P, pl.ks, width)),),
-                           (BufRef(cur, aff(0), (bp, pl.P, pl.ks, width, pl.RL)),),
-                           (("axis", -1),)))
-        cur = "lanesum"
-    if pl.ks > 1:
-        bufs.append(Buffer("ksum", "fp32", bp * pl.P * width))
-        body.append(HostOp("reduce_sum", (BufRef("ksum", aff(0), (bp, pl.P, width)),),
-                           (BufRef(cur, aff(0), (bp, pl.P, pl.ks, width)),), (("axis", 2),)))
-        cur = "ksum"
-    if not strip:
-        return Stream("host", "host", (), tuple(body)), bufs, cur
-    n, npad, batch = pl.n, pl.npad, pl.batch
-    bufs.append(Buffer("y", "fp32", batch * n))
-    if npad == n:
-        body.append(HostOp("copy", (BufRef("y", aff(0), (batch * n,)),),
-                           (BufRef(cur, aff(0), (batch * n,)),)))
-    else:
-        body += loop("b", batch, (HostOp("copy", (BufRef("y", aff(0, b=n), (1, n)),),
-                                          (BufRef(cur, aff(0, b=npad), (1, n)),)),))
-    return Stream("host", "host", (), tuple(body)), bufs, "y"
+    shape = (bp, pl.P, pl.ks, w // pl.RL, pl.RL) if pl.opts.mode == "lane" else \
+        (bp, pl.P, pl.ks, w)
+    op, bufs = epilogue.op("gemv_out", (BufRef("part", aff(0), shape),), pl.batch, pl.n,
+                           (("n", pl.n),))
+    body = (Wait(tuple(f"gemv{kk}" for kk in range(pl.ks))), op)
+    part = Buffer("part", "fp32", bp * pl.P * pl.ks * w)
+    return Stream("host", "host", (), body), [part, *bufs]
 
 
 def gemv(hw: Hardware, n: int, k: int, batch: int = 1, opts: GemvOpts | None = None, *,
-         strip: bool = True) -> Kernel:
-    """The PIM GEMV kernel; tensors ``{"x": [batch, k], "W": [n, k]}``, output ``[batch, n]``.
+         epilogue: Epilogue = NO_EPILOGUE) -> Kernel:
+    """The PIM GEMV kernel; tensors ``{"x": [batch, k], "W": [n, k]}``, output ``y``
+    ``[batch, n]``.
 
-    ``strip=False`` leaves the padding in: the output is the host's reduced buffer of shape
-    ``[Bp, npad]`` (see :class:`GemvPlan`) whose top-left ``[batch, n]`` is the result, for
-    callers that fuse their own host epilogue. Raises AutoschedError listing every reason
-    when ``opts`` cannot work for the shape.
+    ``epilogue``: the stages (:class:`~sim.kernels.epilogue.Epilogue`, with their inputs
+    after ``x``) the host applies in the same op that reduces the partial sums. Raises
+    AutoschedError listing every reason when ``opts`` cannot work for the shape.
     """
     pl = plan_gemv(hw, n, k, batch, opts)
-    host, bufs, out = _host(pl, strip)
+    host, bufs = _host(pl, epilogue)
     x = Buffer("x", hw.pim.dtype, pl.Bp * pl.ktot)
     streams = (*_slice_streams(pl), host)
     prog = Program(streams, (x, *bufs), name=f"gemv_{n}x{k}_b{batch}_{pl.opts.mode}")
-    shape = (batch, n) if strip else (pl.Bp, pl.npad)
-    return Kernel(prog, ("x",), out, shape, partial(place_gemv, pl),
-                  input_shapes=((batch, k),), padded_shapes=((pl.Bp, pl.ktot),))
+    shapes = epilogue.shapes(batch, n)
+    return Kernel(prog, ("x", *epilogue.inputs()), "y", epilogue.out_shape(batch, n),
+                  partial(place_gemv, pl), input_shapes=((batch, k), *shapes),
+                  padded_shapes=((pl.Bp, pl.ktot), *shapes))

@@ -6,8 +6,9 @@ of the weights serves both placements. A PIM stream per used channel reads every
 every bank the layout fills into the host buffer ``Wl`` (``[channel, bank slot, row,
 row elements]``): each row step activates the row in those banks, reads column by column
 rotating over bank groups (consecutive reads are tCCD_S apart) and precharges. The host
-waits for the reads, then one ``matmul_layout`` op multiplies with the weights where the
-layout put them (the host knows the layout: it skips the padding when it multiplies).
+waits for the reads, then one ``matmul_layout`` op (epilogue fused) multiplies with the
+weights where the layout put them (the host knows the layout: it skips the padding when
+it multiplies).
 The cost of the layout is charged: every row the layout fills, padding included, crosses
 the channels' buses and is read by the host.
 """
@@ -18,9 +19,10 @@ from dataclasses import replace
 from functools import partial
 
 from ..hardware import Hardware
-from ..isa import Act, BufRef, HostOp, Pre, RdBank, Signal, Wait, aff
+from ..isa import Act, BufRef, Pre, RdBank, Signal, Wait, aff
 from ..program import Buffer, Loop, Node, Program, Stream
 from .base import Kernel, loop
+from .epilogue import NO_EPILOGUE, Epilogue
 from .gemv import place_gemv, plan_json
 from .gemv_layout import GemvOpts, GemvPlan, plan_gemv
 
@@ -39,9 +41,11 @@ def layout_banks(pl: GemvPlan) -> list[int]:
     return [(s // nh) * pl.bpu + s % nh for s in range(pl.U * nh)]
 
 
-def gemv_host(hw: Hardware, n: int, k: int, batch: int, layout: GemvOpts) -> Kernel:
+def gemv_host(hw: Hardware, n: int, k: int, batch: int, layout: GemvOpts, *,
+              epilogue: Epilogue = NO_EPILOGUE) -> Kernel:
     """The host GEMV over the resident layout ``layout``; tensors ``x`` ``[batch, k]`` and
-    ``W`` ``[n, k]``; output ``z`` ``[batch, n]``."""
+    ``W`` ``[n, k]``; output ``y`` ``[batch, n]``, ``epilogue`` fused into the multiply
+    as in :func:`~sim.kernels.gemv.gemv`."""
     pl = layout_plan(hw, n, k, layout)
     banks = layout_banks(pl)
     rows, e, lanes = pl.rows_per_bank, hw.row_elems, hw.pim.lanes
@@ -54,12 +58,16 @@ def gemv_host(hw: Hardware, n: int, k: int, batch: int, layout: GemvOpts) -> Ker
     body: list[Node] = [Act(banks[s], 0, aff(0, r=1)) for s in order]
     body += [Loop("c", hw.columns_per_row, reads), *(Pre(banks[s], 0) for s in order)]
     pim = Stream("pim", "pim", tuple(range(pl.C)), (*loop("r", rows, body), Signal("weights")))
-    mm = HostOp("matmul_layout", (BufRef("z", aff(0), (batch, n)),),
-                (BufRef("x", aff(0), (batch, k)), BufRef("Wl", aff(0), (pl.C * per_ch,))),
-                (("plan", plan_json(pl)),))
+    mm, ebufs = epilogue.op(
+        "matmul_layout",
+        (BufRef("x", aff(0), (batch, k)), BufRef("Wl", aff(0), (pl.C * per_ch,))),
+        batch, n, (("plan", plan_json(pl)),))
+    shapes = epilogue.shapes(batch, n)
     host = Stream("host", "host", (), (Wait(("weights",)), mm))
     bufs = (Buffer("x", hw.pim.dtype, batch * k), Buffer("Wl", hw.pim.dtype, pl.C * per_ch),
-            Buffer("z", "fp32", batch * n))
+            *ebufs)
     prog = Program((pim, host), bufs, name=f"gemv_host_{n}x{k}_b{batch}")
-    return Kernel(prog, ("x",), "z", (batch, n), partial(place_gemv, pl),
-                  input_shapes=((batch, k),), padded_shapes=((batch, k),), staged=("Wl",))
+    return Kernel(prog, ("x", *epilogue.inputs()), "y", epilogue.out_shape(batch, n),
+                  partial(place_gemv, pl),
+                  input_shapes=((batch, k), *shapes), padded_shapes=((batch, k), *shapes),
+                  staged=("Wl",))

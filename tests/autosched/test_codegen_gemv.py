@@ -23,6 +23,7 @@ from autosched.codegen.families.gemv import gemv_bound_terms
 from search_spaces import ScheduleError, Workload
 from sim.bound import bound
 from sim.hwio import load_hardware
+from sim.isa import HostOp
 from sim.timing import simulate
 from sim.validate import validate
 
@@ -107,8 +108,13 @@ def test_interface_conventions():
     low = lowering_for(w)
     assert low.tensors(w) == ("W",)
     kern = build(w, None, hw)
-    assert kern.inputs == ("x", "r", "b", "norm_w") and kern.output == "y"
-    assert kern.input_shapes == ((2, 64), (2, 34), (34,), (64,))
+    assert kern.inputs == ("x", "b", "r", "norm_w") and kern.output == "y"
+    assert kern.input_shapes == ((2, 64), (34,), (2, 34), (64,))
+    for point in (None, {"placement": "host"}):  # the prologue, then one op finishes
+        ops = [nd.kind for s in build(w, point, hw).program.streams for nd in s.body
+               if isinstance(nd, HostOp)]
+        assert ops[0] == "rmsnorm" and ops[-1] in ("gemv_out", "matmul_layout", "matmul")
+        assert not {"add", "silu_mul", "copy"} & set(ops)
     assert kern.output_shape == (2, 34)
     silu = Workload.make("gemv", m=2, n=34, k=64, attrs={"epilogue": "silu_mul"})
     assert build(silu, {"placement": "host"}, hw).output_shape == (2, 17)

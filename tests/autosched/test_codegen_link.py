@@ -53,8 +53,8 @@ def test_weights_staged_on_the_host_take_no_device_memory(hw_name: str) -> None:
     w1, w2, x = _chain_tensors(1, 64, 40)
     k1, k2 = gemv_host(hw, 64, 40, 1, GemvOpts()), gemv_host(hw, 24, 64, 1, GemvOpts())
     assert k1.staged == ("Wl",)
-    linked = link([Fragment("a", k1, (("x", "in"), ("z", "h"))),
-                   Fragment("b", k2, (("x", "h"), ("z", "out")))], hw,
+    linked = link([Fragment("a", k1, (("x", "in"), ("y", "h"))),
+                   Fragment("b", k2, (("x", "h"), ("y", "out")))], hw,
                   constants=frozenset({"in"}), outputs=frozenset({"out"}))
     validate(linked.program, hw)
     sizes = {b.name: b.size * 2 for b in linked.program.buffers}

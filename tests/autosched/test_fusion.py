@@ -128,6 +128,10 @@ def test_fused_node_and_task_counts(decode):
         p = {**NO_FUSION, **on}
         if p["merge_gate_up"]:
             p.setdefault("silu_mul_epilogue", False)
+        if p["residual_epilogue"]:
+            p.setdefault("norm_epilogue", False)
+        if p["merge_qkv"]:
+            p.setdefault("rope_epilogue", False)
         return p
 
     cases = [  # (plan, nodes, gemv nodes per layer, tasks)
@@ -138,7 +142,9 @@ def test_fused_node_and_task_counts(decode):
         (plan(merge_gate_up=True, silu_mul_epilogue=True), 52, 6, 11),  # no silu, mul
         (plan(residual_epilogue=True), 56, 7, 13),  # o_proj leaves q's task
         (plan(norm_into_linear=True), 55, 7, 13),  # rmsnorm gone, q/o split
-        (FULL_FUSION, 27, 4, 9),
+        (plan(merge_qkv=True, rope_epilogue=True), 52, 5, 12),  # rope gone into qkv_proj
+        (plan(residual_epilogue=True, norm_epilogue=True), 48, 7, 13),  # 8 norms absorbed
+        (FULL_FUSION, 23, 4, 9),  # and rope
     ]
     for p, nodes, gemvs, ntasks in cases:
         fused = apply_fusion(decode, p)
@@ -148,23 +154,48 @@ def test_fused_node_and_task_counts(decode):
 
 
 def test_merged_outputs_are_sliced_by_views(decode):
-    full = apply_fusion(decode, FULL_FUSION)
+    merged = apply_fusion(decode, {**NO_FUSION, "merge_qkv": True, "rope_epilogue": False,
+                                   "merge_gate_up": True, "silu_mul_epilogue": True,
+                                   "residual_epilogue": True, "norm_epilogue": False,
+                                   "norm_into_linear": True})
     hd, kvd = CFG.heads * CFG.head_dim, CFG.kv_heads * CFG.head_dim
-    qkv = full.node("l0.qkv_proj")
+    qkv = merged.node("l0.qkv_proj")
     assert qkv.role == "qkv_proj" and qkv.workload.dims["n"] == hd + 2 * kvd
     assert qkv.workload.attr("prologue") == "rmsnorm" and qkv.workload.attr("eps") == 1e-5
-    assert output_parts(full, qkv) == {"q": (0, hd), "k": (hd, hd + kvd),
-                                       "v": (hd + kvd, hd + 2 * kvd)}
-    assert operands(full, full.node("l0.rope")) == {"x": (FusedView("l0.qkv_proj", 0, hd + kvd),)}
-    att = operands(full, full.node("l0.attn"))
+    assert output_parts(merged, qkv) == {"q": (0, hd), "k": (hd, hd + kvd),
+                                         "v": (hd + kvd, hd + 2 * kvd)}
+    assert operands(merged, merged.node("l0.rope")) == {
+        "x": (FusedView("l0.qkv_proj", 0, hd + kvd),)}
+    att = operands(merged, merged.node("l0.attn"))
     assert att["v"] == (FusedView("l0.qkv_proj", hd + kvd, hd + 2 * kvd),)
     assert att["q"] == (FusedView("l0.rope", 0, hd),)
-    gu = full.node("l0.gate_up")
+    gu = merged.node("l0.gate_up")
     assert gu.workload.attr("epilogue") == "silu_mul" and gu.workload.dims["n"] == 2 * 688
-    down = operands(full, full.node("l0.ffn_down"))
+    down = operands(merged, merged.node("l0.ffn_down"))
     assert down == {"x": (FusedView("l0.gate_up", 0, 688),), "r": (FusedView("l0.o_proj", 0, 256),)}
     unfused_rope = operands(decode, decode.node("l0.rope"))["x"]
     assert unfused_rope == (FusedView("l0.q_proj", 0, hd), FusedView("l0.k_proj", 0, kvd))
+
+
+def test_full_plan_rotates_in_qkv_and_normalises_in_the_residual_linears(decode):
+    full = apply_fusion(decode, FULL_FUSION)
+    hd, kvd = CFG.heads * CFG.head_dim, CFG.kv_heads * CFG.head_dim
+    assert not [n for n in full if n.workload.op in ("rope", "rmsnorm")]
+    qkv = full.node("l1.qkv_proj").workload
+    assert (qkv.attr("epilogue"), qkv.attr("rope_heads"), qkv.attr("rope_d")) == (
+        "rope", CFG.heads + CFG.kv_heads, CFG.head_dim)
+    assert qkv.attr("prologue") is None  # its norm went into l0.ffn_down's epilogue
+    assert full.node("l0.qkv_proj").workload.attr("prologue") == "rmsnorm"  # after embed
+    att = operands(full, full.node("l1.attn"))
+    assert att == {"q": (FusedView("l1.qkv_proj", 0, hd),),
+                   "k": (FusedView("l1.qkv_proj", hd, hd + kvd),),
+                   "v": (FusedView("l1.qkv_proj", hd + kvd, hd + 2 * kvd),)}
+    down = full.node("l0.ffn_down")
+    assert down.workload.attr("epilogue") == "add_rmsnorm"
+    assert output_parts(full, down) == {"res": (0, 256), "norm": (256, 512)}
+    assert operands(full, full.node("l1.qkv_proj")) == {"x": (FusedView("l0.ffn_down", 256, 512),)}
+    assert operands(full, full.node("l1.o_proj"))["r"] == (FusedView("l0.ffn_down", 0, 256),)
+    assert operands(full, full.node("l0.gate_up")) == {"x": (FusedView("l0.o_proj", 256, 512),)}
 
 
 def test_gate_up_without_epilogue_feeds_silu_and_mul_their_halves(decode):
@@ -176,7 +207,7 @@ def test_gate_up_without_epilogue_feeds_silu_and_mul_their_halves(decode):
 def test_prefill_lm_head_reads_the_last_token(prefill):
     full = apply_fusion(prefill, FULL_FUSION)
     (view,) = operands(full, full.node("lm_head"))["x"]
-    assert view == FusedView("l3.ffn_down", 0, 256, last=True)
+    assert view == FusedView("l3.ffn_down", 256, 512, last=True)  # the final norm's half
 
 
 def test_fuse_weights_concatenates_in_part_order(decode):
@@ -184,8 +215,9 @@ def test_fuse_weights_concatenates_in_part_order(decode):
     fw = fuse_weights(decode, FULL_FUSION, w)
     np.testing.assert_array_equal(fw["l2.qkv_proj"]["W"], np.concatenate(
         [w["l2.q_proj"]["W"], w["l2.k_proj"]["W"], w["l2.v_proj"]["W"]]))
-    np.testing.assert_array_equal(fw["l2.gate_up"]["norm_w"], w["l2.ffn_norm"]["w"])
-    np.testing.assert_array_equal(fw["lm_head"]["norm_w"], w["final_norm"]["w"])
+    np.testing.assert_array_equal(fw["l2.o_proj"]["out_norm_w"], w["l2.ffn_norm"]["w"])
+    np.testing.assert_array_equal(fw["l3.ffn_down"]["out_norm_w"], w["final_norm"]["w"])
+    np.testing.assert_array_equal(fw["l0.qkv_proj"]["norm_w"], w["l0.attn_norm"]["w"])
     assert "l2.q_proj" not in fw and "l2.ffn_norm" not in fw
 
 

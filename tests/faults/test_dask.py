@@ -46,7 +46,7 @@ def test_workers_and_the_scheduler_killed_during_tune(config, tmp_path):
     url, rng = f"sqlite:///{tmp_path / 'd.db'}", random.Random(7)
     cluster = start_dask(2, nanny=False)
     try:
-        argv = tune_argv(config, url, trials=40, runner=cluster.address.replace("tcp", "dask"))
+        argv = tune_argv(config, url, trials=96, runner=cluster.address.replace("tcp", "dask"))
         run = start_tune(argv, tmp_path / "t.log")
         _wait_for_records(url, rng.randint(2, 8), run)
         os.kill(cluster.workers[0].pid, signal.SIGKILL)  # one worker dies for good
@@ -61,7 +61,7 @@ def test_workers_and_the_scheduler_killed_during_tune(config, tmp_path):
     assert kept.duplicates == 0 and kept.problems == [] and kept.records >= 10
     cluster = start_dask(2)
     try:
-        again = start_tune(tune_argv(config, url, trials=40,
+        again = start_tune(tune_argv(config, url, trials=96,
                                      runner=cluster.address.replace("tcp", "dask")),
                            tmp_path / "t2.log").wait()
     finally:
@@ -69,4 +69,4 @@ def test_workers_and_the_scheduler_killed_during_tune(config, tmp_path):
     after = inspect(url)
     assert again.code == 0, again.stderr
     assert kept.keys <= after.keys and after.problems == [] and after.duplicates == 0
-    assert after.jobs == [(40, 40, True)]
+    assert after.jobs == [(96, 96, True)]

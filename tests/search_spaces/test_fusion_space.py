@@ -1,4 +1,4 @@
-"""The fusion-plan space: booleans, one conditional, 24 plans."""
+"""The fusion-plan space: booleans, three conditionals, 54 plans."""
 
 from __future__ import annotations
 
@@ -8,11 +8,13 @@ from search_spaces import ScheduleError
 from search_spaces.fusion import FULL_FUSION, NO_FUSION, fusion_default, fusion_space
 
 
-def test_space_has_24_plans_and_the_extremes():
+def test_space_has_54_plans_and_the_extremes():
     plans = list(fusion_space().enumerate())
-    assert len(plans) == 24 == fusion_space().size()
+    assert len(plans) == 54 == fusion_space().size()
     assert NO_FUSION in plans and FULL_FUSION in plans
     assert all(("silu_mul_epilogue" in p) == p["merge_gate_up"] for p in plans)
+    assert all(("rope_epilogue" in p) == p["merge_qkv"] for p in plans)
+    assert all(("norm_epilogue" in p) == p["residual_epilogue"] for p in plans)
 
 
 def test_default_is_full_fusion_and_valid():

@@ -14,7 +14,8 @@ import pytest
 
 from sim.errors import AutoschedError
 from sim.hwio import load_hardware
-from sim.kernels import GemvOpts, gemv
+from sim.isa import HostOp
+from sim.kernels import Epilogue, GemvOpts, gemv
 
 HW = {name: load_hardware(name) for name in ("hbm-pim", "aim-gddr6")}
 
@@ -165,10 +166,53 @@ def test_rejects_non_positive_shape():
 
 @pytest.mark.parametrize("name,opts", [("hbm-pim", GemvOpts(k_split=2)),
                                        ("aim-gddr6", GemvOpts(mode="lane", batch_rows=2))])
-def test_unstripped_output_keeps_the_padding(name, opts):
-    hw, n, k, batch = HW[name], 97, 250, 3
+@pytest.mark.parametrize("epilogue", [(), ("add",), ("bias", "add", "silu_mul"), ("silu_mul",)])
+def test_one_host_op_finishes_with_the_epilogue(name, opts, epilogue):
+    """Lanes, slices, padding and the epilogue are one host op: exact against numpy."""
+    hw, n, k, batch = HW[name], 98, 250, 3
     x, w = int_data(n, k, batch)
-    kern = gemv(hw, n, k, batch, opts, strip=False)
-    y = kern.run(hw, {"x": x, "W": w})
-    assert y.shape[0] >= batch and y.shape[1] >= n and kern.output != "y"
-    np.testing.assert_array_equal(y[:batch, :n], x @ w.T)
+    rng = np.random.default_rng(1)
+    b, r = rng.integers(-4, 5, n).astype(np.float32), rng.integers(-4, 5, (batch, n)).astype(
+        np.float32)
+    kern = gemv(hw, n, k, batch, opts, epilogue=Epilogue(epilogue))
+    hosts = [nd for s in kern.program.streams if s.engine == "host" for nd in s.body
+             if isinstance(nd, HostOp)]
+    assert [h.kind for h in hosts] == ["gemv_out"]
+    assert kern.inputs == ("x", *(("b",) if "bias" in epilogue else ()),
+                           *(("r",) if "add" in epilogue else ()))
+    feed = {"x": x, "W": w, "b": b, "r": r}
+    y = kern.run(hw, {i: feed[i] for i in (*kern.inputs, "W")})
+    want = x @ w.T + (b if "bias" in epilogue else 0) + (r if "add" in epilogue else 0)
+    if "silu_mul" in epilogue:
+        h = n // 2
+        want = want[:, :h] / (1 + np.exp(-want[:, :h])) * want[:, h:]
+    assert y.shape == kern.output_shape == want.shape
+    np.testing.assert_allclose(y, want, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("name", ["hbm-pim", "aim-gddr6"])
+def test_norm_and_rope_epilogues_in_the_finishing_op(name):
+    """``rmsnorm_cat`` writes the residual and its norm side by side; ``rope`` rotates the
+    first heads of each row in place: both in the one ``gemv_out``, against numpy."""
+    hw, n, k, batch, d, heads = HW[name], 96, 130, 2, 16, 4
+    x, w = int_data(n, k, batch, seed=2)
+    rng = np.random.default_rng(3)
+    r, nw = rng.normal(size=(batch, n)).astype(np.float32), rng.normal(size=n).astype(np.float32)
+    z = x @ w.T + r
+    kern = gemv(hw, n, k, batch, epilogue=Epilogue(("add", "rmsnorm_cat"), eps=1e-6))
+    assert kern.inputs == ("x", "r", "out_norm_w") and kern.output_shape == (batch, 2 * n)
+    y = kern.run(hw, {"x": x, "W": w, "r": r, "out_norm_w": nw})
+    norm = z / np.sqrt(np.mean(z * z, axis=1, keepdims=True) + 1e-6) * nw
+    np.testing.assert_allclose(y, np.concatenate([z, norm], axis=1), rtol=1e-5, atol=1e-5)
+
+    ang = rng.uniform(0, 6.3, (batch, d // 2))
+    cos, sin = (np.concatenate([f(ang)] * 2, axis=1).astype(np.float32) for f in (np.cos, np.sin))
+    kern = gemv(hw, n, k, batch, epilogue=Epilogue(("rope",), rope_heads=heads, rope_dim=d))
+    y = kern.run(hw, {"x": x, "W": w, "cos": cos, "sin": sin})
+    z = (x @ w.T).reshape(batch, n // d, d)
+    rot = np.concatenate([-z[..., d // 2:], z[..., : d // 2]], axis=-1)
+    want = z.copy()
+    want[:, :heads] = z[:, :heads] * cos[:, None] + rot[:, :heads] * sin[:, None]
+    np.testing.assert_allclose(y, want.reshape(batch, n), rtol=1e-5, atol=1e-5)
+    with pytest.raises(AutoschedError, match="rope_heads"):
+        Epilogue(("rope",))

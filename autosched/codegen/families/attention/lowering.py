@@ -4,8 +4,9 @@ Inputs ``q`` ``[b*q, h*d]``, ``k``, ``v`` ``[b*q, kvh*d]`` (fp32, rotary applied
 ``y`` ``[b*q, h*d]``. When the layout pads a head (``dk``, ``dv`` > ``d``: see
 ``search_spaces.attention.rules``) the host first widens q, k, v with zero lanes
 (``qp``, ``kp``, ``vp``) and signals ``pad``, and narrows the result at the end. The PIM
-streams (``attention_pim``) write the cache and compute or read; the host stream sums
-lane partials or multiplies on the host, applies the masked softmax (the workload's
+streams (``attention_pim``) write the cache and compute or read; the host stream
+multiplies on the host or takes the scores' lane partials (the softmax sums them in the
+same op), applies the masked softmax (the workload's
 scale, default ``1/sqrt(d)``; slots past the live ones and, for ``q > 1``, future
 positions and positions outside a sliding window excluded) and sums the sequence splits.
 A prompt from an empty cache with both products on the host (``AttnPlan.own``) needs
@@ -66,10 +67,10 @@ def _host(pl: AttnPlan) -> tuple[Stream, list[Buffer]]:
                                (("axes", "0,2,1,3"),)))
     else:
         body.append(Wait(tuple(f"s{k}" for k in range(pl.streams))))
-    if pl.scores == "pim" and pl.k_mode == "lane":
+    scores = BufRef("sc", aff(0), (rows, lp))
+    if pl.scores == "pim" and pl.k_mode == "lane":  # the softmax sums the lane partials
         bufs.append(Buffer("sp", "fp32", rows * lp * pl.lanes))
-        body.append(HostOp("reduce_sum", (BufRef("sc", aff(0), (rows, lp)),),
-                           (BufRef("sp", aff(0), (rows, lp, pl.lanes)),), (("axis", -1),)))
+        scores = BufRef("sp", aff(0), (rows, lp, pl.lanes))
     if pl.scores == "host":
         body.append(HostOp("matmul", (BufRef("sc", aff(0), (*five, lp)),),
                            (BufRef(pl.buf("q"), aff(0), (*five, dk)),
@@ -79,8 +80,7 @@ def _host(pl: AttnPlan) -> tuple[Stream, list[Buffer]]:
         attrs += (("causal", pl.q), ("group", pl.h))
         if 0 < pl.window < pl.l:
             attrs += (("window", pl.window),)
-    body.append(HostOp("masked_softmax", (BufRef("pr", aff(0), (rows, lp)),),
-                       (BufRef("sc", aff(0), (rows, lp)),), attrs))
+    body.append(HostOp("masked_softmax", (BufRef("pr", aff(0), (rows, lp)),), (scores,), attrs))
     y = pl.buf("y")
     if pl.wsum == "pim":
         body += [Signal("p"), Wait(tuple(f"o{k}" for k in range(pl.streams)))]

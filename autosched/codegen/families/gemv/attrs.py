@@ -5,14 +5,30 @@ from __future__ import annotations
 from search_spaces import Workload
 from sim.errors import check
 
-__all__ = ["gemv_attrs"]
+__all__ = ["EPILOGUES", "gemv_attrs"]
+
+# workload attr ``epilogue`` -> the stages of ``sim.host_ops.EPILOGUES`` it runs (after a
+# ``bias`` stage when attr ``bias=1``): ``add_rmsnorm`` adds the residual ``r`` and also
+# writes the sum's RMS norm (attr ``out_eps``, constant ``out_norm_w`` [n]) beside it,
+# output [m, 2n] = residual | normalised; ``rope`` rotates the first attr ``rope_heads``
+# heads of attr ``rope_d`` columns (constants ``cos``, ``sin`` [m, rope_d])
+EPILOGUES: dict[str, tuple[str, ...]] = {"": (), "add": ("add",), "silu_mul": ("silu_mul",),
+                                         "add_rmsnorm": ("add", "rmsnorm_cat"),
+                                         "rope": ("rope",)}
 
 
 def gemv_attrs(w: Workload) -> tuple[bool, str, bool]:
-    """(rmsnorm prologue, epilogue "" | "add" | "silu_mul", bias) of ``w``, checked."""
+    """(rmsnorm prologue, epilogue "" | "add" | "silu_mul" | "add_rmsnorm", bias) of ``w``,
+    checked."""
     pro, epi, bias = w.attr("prologue", ""), w.attr("epilogue", ""), int(w.attr("bias", 0))
     check(pro in ("", "rmsnorm"), f"gemv prologue {pro!r} unknown: use rmsnorm or none")
-    check(epi in ("", "add", "silu_mul"), f"gemv epilogue {epi!r} unknown: use add or silu_mul")
+    check(epi in EPILOGUES, f"gemv epilogue {epi!r} unknown: use "
+          f"{', '.join(e for e in EPILOGUES if e)} or none")
     check(bias in (0, 1), f"gemv attr bias must be 0 or 1, got {bias}")
     check(epi != "silu_mul" or w.dims["n"] % 2 == 0, "epilogue silu_mul needs an even n")
+    if epi == "rope":
+        heads, d = int(w.attr("rope_heads", 0)), int(w.attr("rope_d", 0))
+        check(heads > 0 and d > 0 and d % 2 == 0 and heads * d <= w.dims["n"],
+              f"epilogue rope needs attrs rope_heads and an even rope_d with rope_heads * "
+              f"rope_d <= n={w.dims['n']}, got {heads} and {d}")
     return pro == "rmsnorm", epi, bool(bias)

@@ -1,0 +1,91 @@
+"""The epilogue of a GEMV: host stages fused into the one host op that finishes it.
+
+A GEMV's result is finished by one host op (the PIM partial sums reduced and stripped,
+or the host multiply); :class:`Epilogue` lists the stages of
+:data:`sim.host_ops.EPILOGUES` that op also applies, in order, and names the inputs they
+read: ``bias`` ``b`` [n]; ``add`` ``r`` [batch, n]; ``silu_mul`` none (output halved);
+``rmsnorm_cat`` ``out_norm_w`` [n] with epsilon ``eps`` (output doubled: the value, then
+its RMS norm); ``rope`` ``cos``, ``sin`` [batch, rope_dim], rotating the first
+``rope_heads`` heads of ``rope_dim`` columns of each row (q | k of a merged projection).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..errors import AutoschedError
+from ..host_ops import EPILOGUES
+from ..isa import BufRef, HostOp, aff
+from ..program import Buffer
+
+__all__ = ["NO_EPILOGUE", "Epilogue"]
+
+_INPUTS = {"bias": ("b",), "add": ("r",), "silu_mul": (), "rmsnorm_cat": ("out_norm_w",),
+           "rope": ("cos", "sin")}
+
+
+@dataclass(frozen=True)
+class Epilogue:
+    """Stages applied to a ``[batch, n]`` result, and their parameters."""
+
+    stages: tuple[str, ...] = ()
+    eps: float = 1e-5  # rmsnorm_cat
+    rope_heads: int = 0  # rope: heads rotated, from column 0
+    rope_dim: int = 0  # rope: head dim (cos/sin width)
+
+    def __post_init__(self) -> None:
+        bad = [st for st in self.stages if st not in EPILOGUES]
+        if bad:
+            raise AutoschedError(f"epilogue stage {bad[0]!r} unknown "
+                                 f"(known: {', '.join(EPILOGUES)})")
+        if "rope" in self.stages and min(self.rope_heads, self.rope_dim) < 1:
+            raise AutoschedError("a rope epilogue needs rope_heads and rope_dim")
+
+    def inputs(self) -> tuple[str, ...]:
+        """The input buffers the stages read, in stage order."""
+        return tuple(b for st in self.stages for b in _INPUTS[st])
+
+    def shapes(self, batch: int, n: int) -> tuple[tuple[int, ...], ...]:
+        """Shapes of :meth:`inputs`."""
+        size = {"b": (n,), "out_norm_w": (n,), "r": (batch, n), "cos": (batch, self.rope_dim),
+                "sin": (batch, self.rope_dim)}
+        return tuple(size[b] for b in self.inputs())
+
+    def out_shape(self, batch: int, n: int) -> tuple[int, int]:
+        """The output's shape: ``[batch, n]``, halved by silu_mul, doubled by rmsnorm_cat."""
+        for st in self.stages:
+            n = n // 2 if st == "silu_mul" else 2 * n if st == "rmsnorm_cat" else n
+        return batch, n
+
+    def attrs(self) -> tuple[tuple[str, float | int | str], ...]:
+        """The host op attrs carrying the stages and their parameters."""
+        if not self.stages:
+            return ()
+        out: tuple = (("epi", ",".join(self.stages)),)
+        if "rmsnorm_cat" in self.stages:
+            out += (("eps", self.eps),)
+        if "rope" in self.stages:
+            out += (("rope_heads", self.rope_heads),)
+        return out
+
+    def op(self, kind: str, ins: tuple[BufRef, ...], batch: int, n: int,
+           attrs: tuple = ()) -> tuple[HostOp, list[Buffer]]:
+        """The host op ``kind`` over ``ins`` (and the stages' inputs) writing ``y``, with
+        the buffers of the stages' inputs and of ``y``."""
+        names, shapes = self.inputs(), self.shapes(batch, n)
+        bufs = [Buffer(b, "fp32", _size(sh)) for b, sh in zip(names, shapes, strict=True)]
+        refs = tuple(BufRef(b, aff(0), sh) for b, sh in zip(names, shapes, strict=True))
+        out = self.out_shape(batch, n)
+        bufs.append(Buffer("y", "fp32", out[0] * out[1]))
+        return HostOp(kind, (BufRef("y", aff(0), out),), (*ins, *refs),
+                      attrs + self.attrs()), bufs
+
+
+NO_EPILOGUE = Epilogue()
+
+
+def _size(shape: tuple[int, ...]) -> int:
+    out = 1
+    for s in shape:
+        out *= s
+    return out
