@@ -5,6 +5,6 @@ Usable on its own (numpy and PyYAML only). ``SIM_VERSION`` changes whenever a ch
 to the simulator can change a measured figure; it is part of every database key.
 """
 
-SIM_VERSION = "1.0"
+SIM_VERSION = "1.1"
 
 __all__ = ["SIM_VERSION"]
