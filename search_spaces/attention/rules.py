@@ -26,7 +26,7 @@ from sim.hardware import Hardware
 from sim.kernels.base import ceil_div
 
 __all__ = ["ATTN_RULES", "AttnRule", "AttnShape", "attention_reasons", "cache_rows",
-           "channels_used", "k_fill", "shape_reasons"]
+           "channels_used", "k_fill", "k_set", "shape_reasons", "unit_share"]
 
 V = Mapping[str, Any]
 
@@ -123,15 +123,27 @@ def _kpim(s: AttnShape, v: V) -> tuple[int, int]:
     return s.hw.units_per_channel * ppu, ceil_div(ppu, s.ppr)
 
 
+def k_set(s: AttnShape, v: V) -> int:
+    """Positions one register set of a unit scores: ``k_regs`` registers of ``lanes``
+    positions each in ``dot`` mode, of one position each in ``lane`` mode."""
+    return v["k_regs"] * (s.lanes if v["k_mode"] == "dot" else 1)
+
+
+def unit_share(s: AttnShape, v: V) -> int:
+    """Positions each unit must hold for every stream of the sequence split to get a
+    share of the cache."""
+    return ceil_div(s.span, s.hw.units_per_channel * v["seq_split"])
+
+
 def k_fill(s: AttnShape, v: V) -> int:
     """Positions a unit holds per K pass: a whole row's (``ppr``, at least one register
     set), or, when the cache is too short to give every stream of the sequence split a
     pass of whole rows, just enough register sets that each stream gets a share (the
-    rows used are the same: one pass per slot either way)."""
-    pps = v["k_regs"] * (s.lanes if v["k_mode"] == "dot" else 1)
+    rows used are the same: one pass per slot either way). A register set larger than
+    the unit's share (:func:`unit_share`) leaves streams of the split without work."""
+    pps = k_set(s, v)
     full = max(pps, s.ppr)
-    need = ceil_div(s.span, s.hw.units_per_channel * v["seq_split"])
-    return min(full, max(pps, ceil_div(need, pps) * pps))
+    return min(full, max(pps, ceil_div(unit_share(s, v), pps) * pps))
 
 
 def channels_used(v: V) -> int:

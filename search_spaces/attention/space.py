@@ -32,7 +32,7 @@ generator lays out.
 from __future__ import annotations
 
 from search_spaces.attention.geometry import attention_shape
-from search_spaces.attention.rules import ATTN_RULES, AttnShape, shape_reasons
+from search_spaces.attention.rules import ATTN_RULES, AttnShape, k_set, shape_reasons, unit_share
 from search_spaces.constraints import Rule
 from search_spaces.domains import Categorical, Divisors, PowersOfTwo
 from search_spaces.params import Cond, Param
@@ -113,7 +113,10 @@ def attention_space(workload: Workload, hw: Hardware) -> Space:
 
 def attention_default(workload: Workload, hw: Hardware) -> dict:
     """All channels (kv heads side by side, then sequences of the batch, then the sequence
-    split), scores and weighted sum on PIM, the most query rows per activated row."""
+    split), scores and weighted sum on PIM, the most query rows per activated row, and
+    the most score registers per query row whose register set does not exceed a unit's
+    share of the cache (a larger set gives some streams of the split all the positions
+    and leaves the others idle; one register when even that exceeds it)."""
     space, dims, sh = attention_space(workload, hw), workload.dims, shape_of(workload, hw)
     regs, gb, C = hw.pim.registers, hw.gb_elems, hw.org.channels
     G = dims["h"] // dims["kvh"]
@@ -126,14 +129,18 @@ def attention_default(workload: Workload, hw: Hardware) -> dict:
     ss = max(v for v in space.param("seq_split").domain.values() if used * v <= C)
     opts = qrow_options(G, dims["q"])
     kq = max((t for t in opts if t <= G and t <= regs and t * sh.dk <= gb), default=1)
-    k_regs = max(v for v in space.param("k_regs").domain.values() if kq * v <= regs)
+    mode = "dot" if hw.pim.adder_tree else "lane"
+    regs_ok = [v for v in space.param("k_regs").domain.values() if kq * v <= regs]
+    k_regs = max((v for v in regs_ok  # no stream of the split left without positions
+                  if k_set(sh, {"k_regs": v, "k_mode": mode})
+                  <= unit_share(sh, {"seq_split": ss})), default=min(regs_ok))
     units = sorted(sh.v_options(), reverse=True) if sh.padded else [0]
     for vu in units:  # the most V units that fit: they work in parallel
         pad = {"head_pad": sh.dk, "v_units": vu} if sh.padded else {}
         vq = max((t for t in opts if t * sh.cpp(pad) <= regs and t * sh.chunk_v(pad) <= gb),
                  default=1)
         point = {**pad, "kv_channels": kc, "seq_split": ss, **split, "scores": "pim",
-                 "k_mode": "dot" if hw.pim.adder_tree else "lane", "k_regs": k_regs,
+                 "k_mode": mode, "k_regs": k_regs,
                  "k_qrows": kq, "wsum": "pim", "v_qrows": vq}
         if not space.validate(point):
             return point

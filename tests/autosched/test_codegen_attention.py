@@ -11,6 +11,7 @@ times the largest |v|, with a factor 6 of headroom for the tails.
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -18,7 +19,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from autosched.codegen.registry import build, lowering_for
-from search_spaces import Workload
+from autosched.measure import MeasureInput, measure_one
+from search_spaces import Schedule, Workload
+from search_spaces.attention import attention_default, attention_space, shape_of
+from search_spaces.attention.rules import k_set, unit_share
 from sim.bound import bound
 from sim.errors import AutoschedError
 from sim.functional import DeviceMemory
@@ -301,3 +305,26 @@ def test_streams_built_once_and_moved_equal_streams_built_each(
         pl = plan_attention(w.dims, 512, pts[i], hw, window=window)
         assert pim_streams(pl) == tuple(pim_stream(pl, bj, si)
                                         for bj in range(pl.Bs) for si in range(pl.S))
+
+
+HBM3 = Path(__file__).resolve().parents[2] / "experiments" / "hw" / "hbm3-pim.yaml"
+
+
+@pytest.mark.parametrize("hw", [*HW.values(), load_hardware(HBM3)], ids=lambda h: h.name)
+@pytest.mark.parametrize("dims", [{"h": 8, "kvh": 4, "d": 32, "l": 128},
+                                  {"h": 32, "kvh": 32, "d": 128, "l": 1024},
+                                  {"h": 32, "kvh": 8, "d": 128, "l": 4096}],
+                         ids=("tiny-128", "7b-1024", "8b-4096"))
+def test_default_register_set_leaves_no_stream_idle(hw, dims: dict) -> None:
+    """The default's score registers per query row are the most whose register set fits a
+    unit's share of the cache, and no slower than the same point with any other count."""
+    w = Workload.make("attention", attrs={"capacity": dims["l"]}, b=1, q=1, **dims)
+    sh, point = shape_of(w, hw), attention_default(w, hw)
+    space = attention_space(w, hw)
+    assert k_set(sh, point) <= unit_share(sh, point) or point["k_regs"] == 1
+    others = [{**point, "k_regs": r} for r in space.param("k_regs").domain.values()
+              if r != point["k_regs"]]
+    others = [p for p in others if not space.validate(p)]
+    ns = [measure_one(MeasureInput(w, Schedule.of(space, p), hw)).latency_ns
+          for p in (point, *others)]
+    assert ns[0] <= min(ns) * 1.01, (point["k_regs"], ns)
