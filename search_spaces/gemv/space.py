@@ -32,7 +32,7 @@ from search_spaces.workload import Workload
 from sim.errors import AutoschedError, check
 from sim.hardware import Hardware
 from sim.kernels import GEMV_RULES, GemvOpts, GemvShape, baseline_reason, plan_gemv
-from sim.kernels.gemv_bound import gemv_terms
+from sim.kernels.gemv_bound import gemv_terms, layout_estimate_ns
 from sim.kernels.gemv_layout import LAYOUT_FIELDS, parse_layout
 
 __all__ = ["GEMV_VERSION", "default_layout", "gemv_default", "gemv_library", "gemv_modes",
@@ -191,11 +191,13 @@ def gemv_library(workload: Workload, hw: Hardware) -> dict | None:
 def _competent(hw: Hardware, n: int, k: int, m: int, br: int) -> list[GemvOpts]:
     """Library options a careful engineer would pick, best first: split the reduction over
     channels until the outputs fill every unit's lanes (the layout wastes no bank rows on
-    padding), and alternate the two banks of a pair so one activates while the other
-    MACs, where a bank has more than one row to activate (with one row there is nothing
-    to hide, and the pair's second bank only halves the tile, leaving the weights of a
-    small matrix in half the channels). Ordered by rows per bank, then interleaving as
-    that says, then the smaller split."""
+    padding) but no deeper than the read-out of one partial per output and slice repays,
+    and alternate the two banks of a pair so one activates while the other MACs, where a
+    bank has more than one row to activate (with one row there is nothing to hide, and
+    the pair's second bank only halves the tile, leaving the weights of a small matrix in
+    half the channels). Ordered by the layout estimate
+    (:func:`~sim.kernels.gemv_bound.layout_estimate_ns`: rows walked, activations not
+    hidden, read-out), then the smaller split."""
     splits = [d for d in range(1, hw.org.channels + 1)
               if hw.org.channels % d == 0 and d & (d - 1) == 0]
     pairs = (True, False) if hw.pim.banks_per_unit == 2 else (False,)
@@ -204,8 +206,8 @@ def _competent(hw: Hardware, n: int, k: int, m: int, br: int) -> list[GemvOpts]:
         for il in pairs:
             o = GemvOpts(batch_rows=br, k_split=ks, interleave=il)
             if not o.validate(hw, n, k, m):
-                rows = plan_gemv(hw, n, k, m, o).rows_per_bank
-                ranked.append(((rows, il == (rows == 1), ks), o))
+                est = layout_estimate_ns(hw, plan_gemv(hw, n, k, m, o))
+                ranked.append(((est, ks), o))
     return [o for _, o in sorted(ranked, key=lambda r: r[0])]
 
 

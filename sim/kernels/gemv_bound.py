@@ -6,8 +6,9 @@ from __future__ import annotations
 import math
 
 from ..hardware import DTYPE_BYTES, Hardware
+from .gemv_layout import GemvPlan
 
-__all__ = ["gemv_terms"]
+__all__ = ["gemv_terms", "layout_estimate_ns"]
 
 
 def gemv_terms(hw: Hardware, m: int, n: int, k: int, *, prologue: bool = False,
@@ -44,3 +45,21 @@ def gemv_terms(hw: Hardware, m: int, n: int, k: int, *, prologue: bool = False,
     host_total = sum(host.values()) + ov * epilogue
     return {**pim, "pim": pim_total, **host, "host": host_total,
             "bound": min(pim_total, host_total)}
+
+
+def layout_estimate_ns(hw: Hardware, pl: GemvPlan) -> float:
+    """A rough PIM time of the resolved plan ``pl``, for ranking layouts of one GEMV (not a
+    bound): the rows one unit walks, once per group of batch rows, each costing its
+    column MACs for the ``Br`` rows of the group plus, without bank interleaving, its
+    activation and precharge; then the read-out of every accumulator the channel fills
+    (all passes, batch rows and k-slices) over the channel bus.
+
+    A deeper reduction split fills fewer rows with padding but reads out one partial per
+    output and slice, so the two terms trade against each other.
+    """
+    t, tck = hw.timing, hw.org.tck_ns
+    unit_rows = pl.rows_per_bank * (2 if pl.opts.interleave else 1)
+    act = 0.0 if pl.opts.interleave else (t.trcd_mac + t.trp) * tck
+    banks = pl.nbg * unit_rows * (pl.Br * hw.columns_per_row * hw.pim_column_ns + act)
+    readout = pl.P * pl.U * pl.R * pl.RL * pl.batch * DTYPE_BYTES[hw.pim.accum_dtype]
+    return banks + readout / hw.channel_bus_gbps

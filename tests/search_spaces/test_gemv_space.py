@@ -12,6 +12,7 @@ from search_spaces.gemv import GEMV_VERSION, gemv_default, gemv_modes, gemv_spac
 from sim.errors import AutoschedError
 from sim.hwio import load_hardware
 from sim.kernels import GemvOpts, gemv, plan_gemv
+from sim.kernels.gemv_bound import layout_estimate_ns
 from sim.timing import simulate
 
 HW = {name: load_hardware(name) for name in ("hbm-pim", "aim-gddr6")}
@@ -108,21 +109,27 @@ def test_bank_capacity_rule():
 
 @pytest.mark.parametrize("hw", HW.values(), ids=HW.keys())
 @pytest.mark.parametrize("m,n,k", [(1, 4096, 4096), (1, 11008, 4096), (3, 97, 250)])
-def test_gemv_default_wastes_no_rows(hw, m, n, k):
-    """The default packs the weights as densely as any library option (fewest rows per
-    bank over every reduction split), interleaving bank pairs where the device has them
-    and a bank has more than one row to activate."""
+def test_gemv_default_ranks_library_options_by_rows_and_read_out(hw, m, n, k):
+    """The default is the library option of least layout estimate over every reduction
+    split (rows walked, activations not hidden, read-out of the split's partials), so it
+    is never slower than the densest option; it interleaves bank pairs where the device
+    has them and a bank has more than one row to activate."""
     w = Workload.make("gemv", m=m, n=n, k=k)
     d = gemv_default(w, hw)
     assert not gemv_space(w, hw).validate(d)
     assert d["placement"] == "pim"
-    rows = plan_gemv(hw, n, k, m, point_opts(d)).rows_per_bank
     pairs = (False, True) if hw.pim.banks_per_unit == 2 else (False,)
     splits = [s for s in (1, 2, 4, 8, 16, 32, 64) if hw.org.channels % s == 0]
-    opts = [GemvOpts(k_split=s, interleave=il) for s in splits for il in pairs]
-    assert rows == min(plan_gemv(hw, n, k, m, o).rows_per_bank
-                       for o in opts if not o.validate(hw, n, k, m))
-    assert d.get("interleave", False) == (hw.pim.banks_per_unit == 2 and rows > 1)
+    opts = [o for o in (GemvOpts(k_split=s, interleave=il) for s in splits for il in pairs)
+            if not o.validate(hw, n, k, m)]
+    plans = [plan_gemv(hw, n, k, m, o) for o in opts]
+    mine = plan_gemv(hw, n, k, m, point_opts(d))
+    assert layout_estimate_ns(hw, mine) == pytest.approx(
+        min(layout_estimate_ns(hw, p) for p in plans))
+    densest = min(plans, key=lambda p: p.rows_per_bank)
+    assert simulate(gemv(hw, n, k, m, point_opts(d)).program, hw).latency_ns <= simulate(
+        gemv(hw, n, k, m, densest.opts).program, hw).latency_ns
+    assert d.get("interleave", False) == (hw.pim.banks_per_unit == 2 and mine.rows_per_bank > 1)
 
 
 @pytest.mark.parametrize("n,k", [(256, 256), (688, 256), (256, 688), (128, 896)])
