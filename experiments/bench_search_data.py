@@ -37,7 +37,7 @@ CACHE = Path(__file__).parent / ".cache"
 # ----------------------------------------------------------------- cases and exhaustive data
 @dataclass(frozen=True)
 class Case:
-    """One workload (its role in ``model``'s decode step) on one preset."""
+    """One workload (its role in ``model``'s decode step) on one preset or hardware file."""
 
     model: str
     role: str
@@ -46,7 +46,7 @@ class Case:
 
     @property
     def label(self) -> str:
-        return f"{self.model}/{self.role}@{self.preset}"
+        return f"{self.model}/{self.role}@{Path(self.preset).stem}"
 
     @property
     def shape(self) -> str:

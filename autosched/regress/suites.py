@@ -69,9 +69,11 @@ def readme_context(model: str) -> int:
 
 def readme_model_cases(models: tuple[str, ...] | None = None,
                        presets: tuple[str, ...] | None = None) -> list[ModelCase]:
-    """The cases behind the README's whole-model table (``experiments/bench_models.py``)."""
+    """The cases behind the README's whole-model table (``experiments/bench_models.py``):
+    by default the built-in models one device holds (``FULL_MODELS``) on every one-device
+    preset."""
     return [ModelCase(m, hw, context=readme_context(m), baseline=True)
-            for m in models or tuple(list_models())
+            for m in models or FULL_MODELS
             for hw in presets or tuple(list_device_presets())]
 
 
