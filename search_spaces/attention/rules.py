@@ -140,7 +140,7 @@ def k_fill(s: AttnShape, v: V) -> int:
     set), or, when the cache is too short to give every stream of the sequence split a
     pass of whole rows, just enough register sets that each stream gets a share (the
     rows used are the same: one pass per slot either way). A register set larger than
-    the unit's share (:func:`unit_share`) leaves streams of the split without work."""
+    the unit's share (:func:`unit_share`) leaves streams of the split without keys."""
     pps = k_set(s, v)
     full = max(pps, s.ppr)
     return min(full, max(pps, ceil_div(unit_share(s, v), pps) * pps))

@@ -115,8 +115,8 @@ def attention_default(workload: Workload, hw: Hardware) -> dict:
     """All channels (kv heads side by side, then sequences of the batch, then the sequence
     split), scores and weighted sum on PIM, the most query rows per activated row, and
     the most score registers per query row whose register set does not exceed a unit's
-    share of the cache (a larger set gives some streams of the split all the positions
-    and leaves the others idle; one register when even that exceeds it)."""
+    share of the cache (a larger set puts all the keys in the first streams of the split
+    and leaves the others without any; one register when even that exceeds it)."""
     space, dims, sh = attention_space(workload, hw), workload.dims, shape_of(workload, hw)
     regs, gb, C = hw.pim.registers, hw.gb_elems, hw.org.channels
     G = dims["h"] // dims["kvh"]
@@ -130,10 +130,10 @@ def attention_default(workload: Workload, hw: Hardware) -> dict:
     opts = qrow_options(G, dims["q"])
     kq = max((t for t in opts if t <= G and t <= regs and t * sh.dk <= gb), default=1)
     mode = "dot" if hw.pim.adder_tree else "lane"
+    share = unit_share(sh, {"seq_split": ss})
     regs_ok = [v for v in space.param("k_regs").domain.values() if kq * v <= regs]
-    k_regs = max((v for v in regs_ok  # no stream of the split left without positions
-                  if k_set(sh, {"k_regs": v, "k_mode": mode})
-                  <= unit_share(sh, {"seq_split": ss})), default=min(regs_ok))
+    k_regs = max((v for v in regs_ok if k_set(sh, {"k_regs": v, "k_mode": mode}) <= share),
+                 default=min(regs_ok))
     units = sorted(sh.v_options(), reverse=True) if sh.padded else [0]
     for vu in units:  # the most V units that fit: they work in parallel
         pad = {"head_pad": sh.dk, "v_units": vu} if sh.padded else {}
