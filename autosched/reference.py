@@ -2,8 +2,9 @@
 
 ``evaluate(graph, weights, ids)`` returns every node's output as ``[rows, width]``
 (``autosched.fusion.output_width``). ``weights[node name][tensor]`` holds ``W`` (and
-``b``, ``norm_w``, ``out_norm_w``) of linears, ``w`` of RMSNorms, ``table`` of the
-embedding; the fused graph's weights come from ``autosched.fusion.fuse_weights``.
+``b``, ``norm_w``, ``out_norm_w``) of linears, ``w`` of RMSNorms, ``table`` (and
+``out_norm_w``) of the embedding; the fused graph's weights come from
+``autosched.fusion.fuse_weights``.
 Operands are gathered with ``autosched.fusion.operands``, so the evaluator checks the
 binding rules the compiler uses. Rotary tables come from the step's positions
 (:func:`rope_tables`). Attention reads and writes ``caches[node name] = (K, V)`` of
@@ -68,6 +69,8 @@ def _linear(node: OpNode, ops: dict[str, Arr], t: dict[str, Arr]) -> Arr:
     elif w.attr("epilogue") == "silu_mul":
         half = z.shape[1] // 2
         z = _silu(z[:, :half]) * z[:, half:]
+    elif w.attr("epilogue") == "argmax":
+        z = np.concatenate([z, np.argmax(z, axis=-1).astype(np.float64)[:, None]], axis=1)
     return z
 
 
@@ -114,7 +117,11 @@ def _run(graph: OpGraph, node: OpNode, ops: dict[str, Arr], t: dict[str, Arr],
         cos, sin = rope_tables(graph, d, theta)
         return _rotate(ops["x"].reshape(m, h, d), cos, sin).reshape(m, h * d)
     if w.op == "embedding":
-        return np.asarray(t["table"], np.float64)[ops["ids"][:, 0].astype(np.int64)]
+        x = np.asarray(t["table"], np.float64)[ops["ids"][:, 0].astype(np.int64)]
+        if w.attr("epilogue") == "rmsnorm":
+            eps = float(w.attr("out_eps", DEFAULT_EPS))
+            x = np.concatenate([x, _rmsnorm(x, t["out_norm_w"], eps)], axis=1)
+        return x
     if w.op == "argmax":
         return np.argmax(ops["x"], axis=-1).astype(np.float64)[:, None]
     fn, a = w.attr("fn"), ops["a"]

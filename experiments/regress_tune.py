@@ -13,13 +13,18 @@ the tuner measures named points first, so this brings a database tuned before a 
 gained its library point up to the same rule (no exported schedule slower than the
 library kernel) without a new search.
 
+``--only GLOB`` searches only the workloads whose key matches ``GLOB`` (``fnmatch``) in
+those graphs, ``--trials`` new measurements per step and plan over them (after their
+named points), e.g. the workloads a new fusion created, without moving any other entry.
+
     python -m experiments.regress_tune [--suite quick|full|all] [--db PATH] [--trials N]
-                                       [--named-only]
+                                       [--named-only | --only GLOB]
 """
 
 from __future__ import annotations
 
 import argparse
+import fnmatch
 import time
 from collections import defaultdict
 from collections.abc import Iterable
@@ -27,13 +32,15 @@ from pathlib import Path
 
 from autosched.codegen import lowering_for
 from autosched.database import Database, open_database
-from autosched.frontend import model_graph
+from autosched.frontend import model_graph, tasks
 from autosched.measure import MeasureInput, measure_one
 from autosched.regress import ModelCase, TunedExport, export_from_db, get_suite, resolve_model
 from autosched.regress.files import commit_of
 from autosched.regress.suites import SUITES
 from autosched.regress.tuned import TUNED_PATH, TunedExportError
+from autosched.search import tune_tasks
 from autosched.tune import tune
+from cost_models.registry import make_cost_model
 from search_spaces import Schedule, Workload
 from search_spaces.fusion import FULL_FUSION
 from sim import SIM_VERSION
@@ -97,7 +104,11 @@ def main() -> None:
     ap.add_argument("--out", default=str(TUNED_PATH))
     ap.add_argument("--named-only", action="store_true",
                     help="measure the missing named points (default, library), no search")
+    ap.add_argument("--only", metavar="GLOB",
+                    help="search only the workloads whose key matches GLOB")
     args = ap.parse_args()
+    if args.named_only and args.only:
+        ap.error("--named-only and --only exclude each other")
     Path(args.db).parent.mkdir(parents=True, exist_ok=True)
     db = open_database(args.db)
     suites = list(SUITES) if args.suite == "all" else [args.suite]
@@ -106,6 +117,7 @@ def main() -> None:
     except TunedExportError:
         export = TunedExport()
     run = {"suite": args.suite, "trials": 0 if args.named_only else args.trials,
+           **({"only": args.only} if args.only else {}),
            "seed": args.seed, "cost_model": "xgb", "sampler": "tpe", "named_points": True,
            **commit_of(), "date": time.strftime("%Y-%m-%d")}
     tuning = {"runs": [*export.tuning.get("runs", []), run]}  # every run on the database
@@ -123,6 +135,16 @@ def main() -> None:
                 n, kept = measure_named(db, ws, hw), carry_over(db, export, ws, hw)
                 print(f"{model} {hw_name} {phase} b{batch} c{context} fusion={fusion}: "
                       f"{n} named points and {kept} exported schedules measured, "
+                      f"{time.perf_counter() - t0:.0f} s", flush=True)
+                continue
+            if args.only:
+                chosen = [t for t in tasks(graph) if fnmatch.fnmatch(t.workload.key, args.only)]
+                n = measure_named(db, [t.workload for t in chosen], hw)
+                if chosen:
+                    tune_tasks(chosen, hw, db=db, trials=args.trials, seed=args.seed,
+                               cost_model=make_cost_model("xgb", seed=args.seed))
+                print(f"{model} {hw_name} {phase} b{batch} c{context} fusion={fusion}: "
+                      f"{len(chosen)} workload(s) searched ({n} named points), "
                       f"{time.perf_counter() - t0:.0f} s", flush=True)
                 continue
             rep = tune(cfg, hw=hw, trials=args.trials, db=db, seed=args.seed, fusion=plan,

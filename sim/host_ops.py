@@ -11,7 +11,8 @@ in stage order; ``silu_mul`` gates the first half of the last axis with the seco
 halving it; ``rmsnorm_cat`` appends the value's RMS norm (attr ``eps``) times its input
 ``w``, doubling the last axis: the residual and the next layer's normalised input at
 once; ``rope`` reads ``cos`` and ``sin`` [rows, d] and rotates the first attr
-``rope_heads`` heads of ``d`` columns of each row).
+``rope_heads`` heads of ``d`` columns of each row; ``argmax_cat`` appends each row's
+argmax as one more column: the logits and the next token at once).
 """
 
 from __future__ import annotations
@@ -196,9 +197,18 @@ def _per_out(k: float) -> Callable[[HostOp], float]:
 
 def _width(op: HostOp) -> int:
     """Last-axis width of the op's own result: its output's, undoing the epilogue's
-    ``silu_mul`` (halves) and ``rmsnorm_cat`` (doubles)."""
-    w, stages = op.outs[0].shape[-1], str(op.attr("epi", ""))
-    return w * (2 if "silu_mul" in stages else 1) // (2 if "rmsnorm_cat" in stages else 1)
+    ``argmax_cat`` (one more column), ``rmsnorm_cat`` (doubles) and ``silu_mul`` (halves)."""
+    w, stages = op.outs[0].shape[-1], _stages(op)
+    for st in reversed(stages):
+        w = w * 2 if st == "silu_mul" else w // 2 if st == "rmsnorm_cat" \
+            else w - 1 if st == "argmax_cat" else w
+    return w
+
+
+def _grown(st: str, w: int) -> int:
+    """Width of a value after epilogue stage ``st`` (``w`` before it)."""
+    return w // 2 if st == "silu_mul" else 2 * w if st == "rmsnorm_cat" \
+        else w + 1 if st == "argmax_cat" else w
 
 
 def _matmul_flops(op: HostOp) -> float:
@@ -246,7 +256,7 @@ HOST_OPS: dict[str, HostOpSpec] = {
 # epilogue stage -> (extra inputs, FLOPs per element of the value it is applied to)
 EPILOGUES: dict[str, tuple[int, float]] = {"bias": (1, 1.0), "add": (1, 1.0),
                                            "silu_mul": (0, 3.0), "rmsnorm_cat": (1, 4.0),
-                                           "rope": (2, 3.0)}
+                                           "rope": (2, 3.0), "argmax_cat": (0, 1.0)}
 
 
 def _stages(op: HostOp) -> list[str]:
@@ -311,6 +321,9 @@ def _epilogue(op: HostOp, x: Arr, extra: list[Arr]) -> Arr:
             x = np.concatenate([x, _rmsnorm(op, x, next(it).reshape(-1))], axis=-1)
         elif st == "rope":
             x = _rope_cols(x, next(it), next(it), int(op.attr("rope_heads")))
+        elif st == "argmax_cat":
+            idx = np.argmax(x, axis=-1).astype(np.float32)[..., None]
+            x = np.concatenate([x, idx], axis=-1)
         else:  # bias: one value per column
             x = x + next(it).reshape(-1)
     return x
@@ -319,11 +332,11 @@ def _epilogue(op: HostOp, x: Arr, extra: list[Arr]) -> Arr:
 def _epi_flops(op: HostOp) -> float:
     """FLOPs of the epilogue: each stage on the value it receives (twice the output's
     width before a ``silu_mul``)."""
-    stages, total = _stages(op), 0.0
-    size = op.outs[0].size * _width(op) // op.outs[0].shape[-1]
-    for st in stages:
-        total += EPILOGUES[st][1] * size
-        size = size // 2 if st == "silu_mul" else size * 2 if st == "rmsnorm_cat" else size
+    out = op.outs[0]
+    rows, w, total = out.size // out.shape[-1], _width(op), 0.0
+    for st in _stages(op):
+        total += EPILOGUES[st][1] * rows * w
+        w = _grown(st, w)
     return total
 
 
@@ -332,7 +345,10 @@ def cost(op: HostOp, dtypes: dict[str, str]) -> tuple[float, float]:
     spec = _spec(op)
     nbytes = sum(r.size * DTYPE_BYTES[dtypes[r.buf]] for r in (*op.ins, *op.outs))
     if op.kind == "embedding":  # only the gathered rows of the table move
-        nbytes = op.ins[0].size * 4 + 2 * op.outs[0].size * DTYPE_BYTES[dtypes[op.outs[0].buf]]
+        out = op.outs[0]
+        eb, own = DTYPE_BYTES[dtypes[out.buf]], out.size // out.shape[-1] * _width(op)
+        nbytes = op.ins[0].size * 4 + (own + out.size) * eb + sum(
+            r.size * DTYPE_BYTES[dtypes[r.buf]] for r in op.ins[2:])
     elif op.kind == "copy_cols":  # the column block moves (and the rest is zeroed if clear)
         out = op.outs[0]
         rows = out.size // out.shape[-1]

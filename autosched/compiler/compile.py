@@ -321,6 +321,9 @@ def link_step(cfg: ModelConfig, graph: OpGraph, hw: Hardware, b: _Builder,
     The budget is computed, not checked."""
     roles = {n.role: n.name for n in nodes}
     logits, token = roles.get("lm_head", ""), roles.get("argmax", "")
+    if logits and not token and any(n.name == logits and n.workload.attr("epilogue") == "argmax"
+                                    for n in nodes):
+        token = logits  # the LM head's epilogue appends the token as the last column
     outputs = frozenset(b.home(x)[0] for x in (logits, token) if x) | keep
     linked = link(b.frags, hw, name=name, constants=frozenset(b.constants), outputs=outputs)
     linked.budget = replace(linked.budget, weights_data=weight_bytes(nodes, hw),

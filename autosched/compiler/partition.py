@@ -91,7 +91,10 @@ def _scaled(w: Workload, dims: tuple[str, ...], tp: int, name: str) -> Workload:
         if d[k] % tp:
             raise AutoschedError(f"{name}: {k}={d[k]} of {w.key} does not split over tp={tp}")
         d[k] //= tp
-    return Workload.make(w.op, w.dtype, dict(w.attrs), **d)
+    attrs = dict(w.attrs)
+    if "rope_heads" in attrs:  # a rotating qkv_proj's shard holds 1/tp of q's and k's heads
+        attrs["rope_heads"] = int(attrs["rope_heads"]) // tp
+    return Workload.make(w.op, w.dtype, attrs, **d)
 
 
 def shard_graph(graph: OpGraph, tp: int) -> OpGraph:
@@ -106,6 +109,10 @@ def shard_graph(graph: OpGraph, tp: int) -> OpGraph:
             raise AutoschedError(f"{n.name}: a residual fused into {n.role} would be added on "
                                  "every tensor-parallel device; compile without "
                                  "residual_epilogue")
+        if n.role == "lm_head" and w.attr("epilogue") == "argmax":
+            raise AutoschedError(f"{n.name}: an argmax fused into the LM head would see one "
+                                 "device's slice of the vocabulary; compile without "
+                                 "argmax_epilogue")
         if n.role in _SPLIT:
             w = _scaled(w, _SPLIT[n.role], tp, n.name)
         nodes.append(dataclasses.replace(n, workload=w))

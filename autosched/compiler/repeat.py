@@ -65,9 +65,11 @@ def stacked_graph(model: str | ModelConfig, *, phase: str = "decode", batch: int
                   fusion: dict | None = None) -> tuple[ModelConfig, OpGraph]:
     """Config and graph of one step, as ``frontend.model_graph`` gives them."""
     cfg = get_model_config(model)
-    kw = dict(phase=phase, batch=batch, context=context, capacity=capacity, fusion=fusion)
+    kw = dict(phase=phase, batch=batch, context=context, capacity=capacity)
     if cfg.layers <= 2:
-        return model_graph(cfg, **kw)
+        return model_graph(cfg, fusion=fusion, **kw)
+    # fused after stacking: a fusion across a layer boundary (the next block's norm into
+    # this block's last linear) differs between the last layer and the others
     _, two = model_graph(dataclasses.replace(cfg, layers=2), **kw)
     pre = [n for n in two.nodes if n.layer is None and two.nodes.index(n) < _first(two)]
     post = [n for n in two.nodes if n.layer is None and two.nodes.index(n) > _first(two)]
@@ -78,7 +80,12 @@ def stacked_graph(model: str | ModelConfig, *, phase: str = "decode", batch: int
     for i in range(1, cfg.layers):
         nodes += [_moved(n, i, True, twins.get(n.name[3:])) for n in l1]
     nodes += [_moved(n, cfg.layers - 1, False) for n in post]
-    return cfg, dataclasses.replace(two, nodes=tuple(nodes))
+    graph = dataclasses.replace(two, nodes=tuple(nodes))
+    if fusion:
+        from autosched.fusion import apply_fusion  # the fusion pass reads frontend nouns
+
+        graph = apply_fusion(graph, fusion)
+    return cfg, graph
 
 
 def _first(g: OpGraph) -> int:

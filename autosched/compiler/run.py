@@ -24,13 +24,14 @@ import torch
 from autosched.database import Database
 from autosched.frontend import ModelConfig, with_context
 from autosched.frontend.source import load_source
+from sim.errors import InternalError
 from sim.functional import DeviceMemory, execute
 from sim.hardware import Hardware
 from sim.hwio import load_hardware
 
 from .compile import compile_model
 
-__all__ = ["RunReport", "compare_step", "report", "run_check", "tolerance"]
+__all__ = ["RunReport", "compare_step", "report", "run_check", "step_outputs", "tolerance"]
 
 _UNIT_ROUNDOFF = {"fp16": 2.0**-11, "bf16": 2.0**-8, "fp32": 2.0**-24}
 
@@ -86,11 +87,26 @@ def _generate(ref: torch.nn.Module, first_token: int, steps: int) -> tuple[int, 
     return tuple(int(t) for t in out[0, 1:])
 
 
-def compare_step(step: int, logits: np.ndarray, want: np.ndarray, tol: float) -> dict:
-    """One step's row: errors of the device logits against the reference's, and the tokens."""
+def step_outputs(out: dict, logits: str, token: str, vocab: int) -> tuple[np.ndarray, int]:
+    """(logits, next token) of a device's first row from its executed buffers ``out``: the
+    token the program computed (its argmax op, or the LM head's last column when the
+    argmax is fused there); the logits' own argmax when the program computes none."""
+    row = out[logits]
+    if not token:
+        return row[:vocab], int(np.argmax(row[:vocab]))
+    return row[:vocab], int(row[vocab] if token == logits else out[token][0])
+
+
+def compare_step(step: int, logits: np.ndarray, want: np.ndarray, tol: float,
+                 token: int | None = None) -> dict:
+    """One step's row: errors of the device logits against the reference's, and the tokens
+    (``token``: the one the device chose; it must be its own logits' argmax)."""
     abs_err = float(np.max(np.abs(logits - want)))
     rel_err = abs_err / max(float(np.max(np.abs(want))), 1e-30)
     got_tok, ref_tok = int(np.argmax(logits)), int(np.argmax(want))
+    if token is not None and token != got_tok:
+        raise InternalError(f"step {step}: the program chose token {token}, its own logits' "
+                            f"argmax is {got_tok}")
     top2 = np.sort(want)[-2:]
     # a flipped argmax only counts against the program when the reference's margin
     # exceeds what the tolerated error could close
@@ -147,8 +163,9 @@ def run_check(model: Any, hw: str | Hardware, *, steps: int = 8,
         cm = compile_model(cfg, hw, schedules=schedules,
                            graph=with_context(first.graph, step + 1))
         ins = cm.inputs(src.weights, np.array([[token]]), np.array([step]))
-        logits = execute(cm.program, hw, mem, ins)[cm.logits][: cfg.vocab]
+        logits, chosen = step_outputs(execute(cm.program, hw, mem, ins), cm.logits, cm.token,
+                                      cfg.vocab)
         want = reference_logits(ref, cache, token, step)
-        rows.append(compare_step(step, logits, want, tol))
+        rows.append(compare_step(step, logits, want, tol, chosen))
         token = rows[-1]["token"]
     return report(cfg.name, hw.name, rows, tol, t0, _generate(ref, first_token, steps))

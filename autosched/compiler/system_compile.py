@@ -46,7 +46,9 @@ from .weights import node_constants, node_weights
 
 __all__ = ["CompiledSystem", "compile_system", "shard_tensors", "system_graph"]
 
-NO_RESIDUAL = {"residual_epilogue": False}
+# what tensor parallelism cannot fuse: residuals into the all-reduced projections, the
+# argmax into an LM head holding a slice of the vocabulary
+NO_RESIDUAL = {"residual_epilogue": False, "argmax_epilogue": False}
 
 
 @dataclass
@@ -135,8 +137,10 @@ def system_graph(cfg: ModelConfig, part: Partition, *, phase: str, batch: int,
                  context: int | None, capacity: int | None = None,
                  fusion: dict | None = None) -> OpGraph:
     """One tensor-parallel device's graph of the step (residuals never fused into the
-    reduced projections when ``tp > 1``)."""
-    plan = {**fusion, **NO_RESIDUAL} if part.tp > 1 and fusion else fusion
+    reduced projections, nor the argmax into the LM head, when ``tp > 1``)."""
+    plan = fusion
+    if part.tp > 1 and fusion:  # norm_epilogue exists only with residual_epilogue
+        plan = {k: v for k, v in {**fusion, **NO_RESIDUAL}.items() if k != "norm_epilogue"}
     graph = stacked_graph(cfg, phase=phase, batch=batch, context=context, capacity=capacity,
                           fusion=plan or None)[1]
     return shard_graph(graph, part.tp)

@@ -61,6 +61,9 @@ def node_constants(w: Weights, node: OpNode, positions: np.ndarray) -> dict[str,
             out["b"] = w.get(node.param("b"))
     elif op == "embedding":
         out["table"] = w.get(node.param("table"))
+        if node.workload.attr("epilogue") == "rmsnorm":
+            out["out_norm_w"] = w.get(node.param("out_norm_w")) if node.param("out_norm_w") \
+                else np.ones(node.workload.dims["n"], np.float32)
     elif op == "rope":
         out["cos"], out["sin"] = rope_tables(w, node, positions)
     elif op in ("gemv", "gemm"):

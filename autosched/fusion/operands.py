@@ -6,12 +6,14 @@ maps each activation input of a node's kernel (family convention names: ``x``, `
 :class:`FusedView` s whose column-concatenation forms it. Outputs holding several
 logical tensors are labelled by :func:`output_parts`: ``qkv_proj`` = q | k | v, ``rope``
 = q | k, ``gate_up`` (without silu_mul) = gate | up, a linear with
-``epilogue="add_rmsnorm"`` = res | norm (its ``r`` consumers read the sum, the others
-its normalised copy). E.g. attention ``v`` = columns ``[(h+kvh)d, (h+2kvh)d)`` of
-``qkv_proj``; rope ``x`` of an unfused graph = ``q_proj`` | ``k_proj`` (two views), of a
-merged one columns ``[0, (h+kvh)d)`` of ``qkv_proj`` (adjacent columns of one source are
-always one view). ``last`` marks a consumer that reads only each sequence's last token
-(the prefill LM head). Token ids come from the step input :data:`TOKEN_IDS`.
+``epilogue="add_rmsnorm"`` (or the embedding with ``epilogue="rmsnorm"``) = res | norm
+(its ``r`` consumers read the sum, the others its normalised copy), a linear with
+``epilogue="argmax"`` = out | token (the logits, then each row's argmax). E.g.
+attention ``v`` = columns ``[(h+kvh)d, (h+2kvh)d)`` of ``qkv_proj``; rope ``x`` of an
+unfused graph = ``q_proj`` | ``k_proj`` (two views), of a merged one columns
+``[0, (h+kvh)d)`` of ``qkv_proj`` (adjacent columns of one source are always one view).
+``last`` marks a consumer that reads only each sequence's last token (the prefill LM
+head). Token ids come from the step input :data:`TOKEN_IDS`.
 """
 
 from __future__ import annotations
@@ -49,13 +51,21 @@ class FusedView:
 def output_width(w: Workload) -> int:
     """Columns of the output of ``w`` seen as ``[rows, width]``."""
     d = w.dims
+    epi = w.attr("epilogue")
     if w.op in _LINEAR:
-        epi = w.attr("epilogue")
         return d["n"] // 2 if epi == "silu_mul" else 2 * d["n"] if epi == "add_rmsnorm" \
-            else d["n"]
+            else d["n"] + 1 if epi == "argmax" else d["n"]
     if w.op in ("rope", "attention"):
         return d["h"] * d["d"]
+    if w.op == "embedding" and epi == "rmsnorm":
+        return 2 * d["n"]
     return 1 if w.op == "argmax" else d["n"]
+
+
+def writes_norm(w: Workload) -> bool:
+    """Whether ``w``'s output is its value and then that value's RMS norm (a fused norm
+    epilogue of a residual linear or of the embedding)."""
+    return w.attr("epilogue") in ("add_rmsnorm", "rmsnorm") and w.op in (*_LINEAR, "embedding")
 
 
 def _rows(w: Workload) -> int:
@@ -76,8 +86,10 @@ def output_parts(graph: OpGraph, node: OpNode) -> dict[str, tuple[int, int]]:
         return parts if node.role == "qkv_proj" else {"q": parts["q"], "k": parts["k"]}
     if node.role == "gate_up" and node.workload.attr("epilogue") != "silu_mul":
         return {"gate": (0, width // 2), "up": (width // 2, width)}
-    if node.workload.attr("epilogue") == "add_rmsnorm":
+    if writes_norm(node.workload):
         return {"res": (0, width // 2), "norm": (width // 2, width)}
+    if node.workload.attr("epilogue") == "argmax":
+        return {"out": (0, width - 1), "token": (width - 1, width)}
     return {_LABEL.get(node.role, "out"): (0, width)}
 
 

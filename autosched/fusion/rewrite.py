@@ -4,8 +4,9 @@
 returns a new :class:`OpGraph` whose nodes carry the fused workloads: merged linears are
 named ``l{i}.qkv_proj`` / ``l{i}.gate_up`` (roles ``qkv_proj``, ``gate_up``; parameter
 names of the parts joined by ``|`` in order), absorbing
-linears keep their name and role with new attrs (``prologue``, ``eps``, ``epilogue``,
-``out_eps``), removed nodes' consumers read the node that replaced them. ``fuse_weights``
+linears (and the embedding) keep their name and role with new attrs (``prologue``,
+``eps``, ``epilogue``, ``out_eps``), removed nodes' consumers read the node that replaced
+them. ``fuse_weights``
 gives the weights of the fused graph (merged ``W``/``b`` concatenated in q|k|v and gate|up
 order, ``norm_w`` / ``out_norm_w`` from the absorbed norm's ``w``).
 """
@@ -19,7 +20,7 @@ import numpy as np
 
 from autosched.frontend import OpGraph, OpNode
 from search_spaces import Workload
-from search_spaces.fusion import fusion_space
+from search_spaces.fusion import fusion_space, upgrade_plan
 from search_spaces.pointwise import DEFAULT_EPS
 
 from .operands import _LINEAR, FusionError, _rows
@@ -135,7 +136,8 @@ def _residual(st: _State) -> None:
 
 
 def _norm_epilogue(st: _State) -> None:
-    for lin in [n for n in st.nodes if n.workload.attr("epilogue") == "add"]:
+    for lin in [n for n in st.nodes if n.workload.attr("epilogue") == "add"
+                or (n.workload.op == "embedding" and not n.workload.attr("epilogue"))]:
         users = st.consumers(lin.name)
         norms = [u for u in users if u.workload.op == "rmsnorm"]
         if len(norms) != 1 or _rows(norms[0].workload) != _rows(lin.workload):
@@ -154,11 +156,24 @@ def _norm_epilogue(st: _State) -> None:
         if r.param("w"):
             params["out_norm_w"] = r.param("w")
         st.out_norm[lin.name] = r.name
+        epi = "rmsnorm" if lin.workload.op == "embedding" else "add_rmsnorm"
         st.swap(lin, dataclasses.replace(
-            lin, workload=_with(lin.workload, epilogue="add_rmsnorm", out_eps=eps),
+            lin, workload=_with(lin.workload, epilogue=epi, out_eps=eps),
             params=tuple(sorted(params.items()))))
         st.swap(r, None)
         st.rewire({r.name: lin.name})
+
+
+def _argmax(st: _State) -> None:
+    for a in [n for n in st.nodes if n.workload.op == "argmax"]:
+        lin = next((n for n in st.nodes if a.inputs == (n.name,)), None)
+        if (lin is None or lin.workload.op not in _LINEAR or lin.workload.attr("epilogue")
+                or st.consumers(lin.name) != [a] or _rows(lin.workload) != _rows(a.workload)
+                or lin.workload.dims["n"] != a.workload.dims["n"]):
+            continue  # only logits read by nothing but their argmax
+        st.swap(lin, dataclasses.replace(lin, workload=_with(lin.workload, epilogue="argmax")))
+        st.swap(a, None)
+        st.rewire({a.name: lin.name})
 
 
 def _norms(st: _State) -> None:
@@ -181,6 +196,7 @@ def _norms(st: _State) -> None:
 
 
 def _fuse(graph: OpGraph, plan: dict) -> _State:
+    plan = upgrade_plan(plan)
     fusion_space().check(plan)
     st = _State(list(graph.nodes), {}, {})
     if plan["merge_qkv"]:
@@ -197,6 +213,8 @@ def _fuse(graph: OpGraph, plan: dict) -> _State:
             _norm_epilogue(st)
     if plan["norm_into_linear"]:
         _norms(st)
+    if plan["argmax_epilogue"]:
+        _argmax(st)
     return st
 
 

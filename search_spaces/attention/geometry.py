@@ -22,9 +22,10 @@ never on l (``L`` lanes per column, ``dk`` a position's elements padded to colum
   columns, ``ppr = E // dk`` per row). Register sets of ``pps`` positions ("subs") are
   read out in (sub, unit) order.
 * ``vpim`` (V for the weighted sum on PIM): a position's ``dv = uv * cpp * L`` (padded)
-  outputs are split over ``uv`` units (``cpp`` columns each); a row of a unit holds
-  ``ppr_v`` positions, column ``eb * ppr_v + pos`` holding the ``L`` outputs of e-block
-  ``eb``.
+  outputs are split over ``uv`` units (``cpp`` columns each); a pass gives a row of each
+  unit ``chunk`` positions (a whole row's, ``columns / cpp``, or fewer when the cache is
+  short: :meth:`~.rules.AttnShape.chunk_v`), column ``eb * chunk + pos`` holding the
+  ``L`` outputs of e-block ``eb``.
 * ``plain`` (K or V read by the host): ``ppr`` positions of ``dk`` elements per bank row,
   row-major, dealt over the banks of the channel, one row index per chunk of
   ``banks * ppr``.
@@ -188,8 +189,7 @@ class AttnPlan:
             y = k * self.pps + w
             return [Piece(u * self.bpu, y // self.ppr, (y % self.ppr) * dc, 0, dc)]
         if t.kind == "vpim":
-            ppr_v = self.cpr // self.cpp
-            return [Piece(uv * self.vstep, 0, eb * ppr_v + x, (uv * self.cpp + eb) * lanes, 1)
+            return [Piece(uv * self.vstep, 0, eb * t.chunk + x, (uv * self.cpp + eb) * lanes, 1)
                     for uv in range(self.uv) for eb in range(self.cpp)]
         bank, r = divmod(x, self.ppr)
         return [Piece(bank, 0, r * dc, 0, dc)]

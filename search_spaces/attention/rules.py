@@ -94,8 +94,12 @@ class AttnShape:
         return ceil_div(self.cols, self.uv(v))
 
     def chunk_v(self, v: V) -> int:
-        """Positions of one V pass per channel (a row of each V unit)."""
-        return self.hw.columns_per_row // self.cpp(v)
+        """Positions of one V pass per channel: a row of each V unit, or, when the cache
+        is too short to give every stream of the sequence split a whole row, just enough
+        that each stream gets a share (the rows used are the same: one pass per slot
+        either way; a full row would leave the later streams without values)."""
+        full = self.hw.columns_per_row // self.cpp(v)
+        return min(full, ceil_div(self.span, v.get("seq_split", 1)))
 
     @property
     def plain(self) -> int:
@@ -206,7 +210,7 @@ ATTN_RULES: tuple[AttnRule, ...] = (
     AttnRule("v_registers", ("v_qrows",),
              _limit("v_qrows*cpp", lambda s, v: v["v_qrows"] * s.cpp(v), _REGS,
                     "registers per unit, the unit has"), optional=_VU),
-    AttnRule("v_buffer", ("v_qrows",),
+    AttnRule("v_buffer", ("v_qrows", "seq_split"),
              _limit("v_qrows*chunk_v", lambda s, v: v["v_qrows"] * s.chunk_v(v), _GB,
                     "probabilities overflow the global buffer"), optional=_VU),
     AttnRule("cache_rows", (*_CACHE, "k_mode", "k_regs"), _rows, "pim", optional=_VU + _BS),

@@ -41,7 +41,11 @@ from search_spaces.workload import Workload
 from sim.errors import AutoschedError
 from sim.hardware import Hardware
 
-__all__ = ["attention_default", "attention_space", "capacity_of", "qrow_options", "shape_of"]
+__all__ = ["VERSION", "attention_default", "attention_space", "capacity_of", "qrow_options",
+           "shape_of"]
+
+# 3: a V pass of a short cache gives every stream of the sequence split a share
+VERSION = 3
 
 
 def capacity_of(workload: Workload) -> int:
@@ -108,7 +112,7 @@ def attention_space(workload: Workload, hw: Hardware) -> Space:
     if "v_units" in present:
         params += (Param("head_pad", Categorical((sh.dk,))),
                    Param("v_units", Categorical(sh.v_options())))
-    return Space("attention", 2, params, _rules(sh))
+    return Space("attention", VERSION, params, _rules(sh))
 
 
 def attention_default(workload: Workload, hw: Hardware) -> dict:
@@ -137,8 +141,8 @@ def attention_default(workload: Workload, hw: Hardware) -> dict:
     units = sorted(sh.v_options(), reverse=True) if sh.padded else [0]
     for vu in units:  # the most V units that fit: they work in parallel
         pad = {"head_pad": sh.dk, "v_units": vu} if sh.padded else {}
-        vq = max((t for t in opts if t * sh.cpp(pad) <= regs and t * sh.chunk_v(pad) <= gb),
-                 default=1)
+        vq = max((t for t in opts if t * sh.cpp(pad) <= regs
+                  and t * sh.chunk_v({**pad, "seq_split": ss}) <= gb), default=1)
         point = {**pad, "kv_channels": kc, "seq_split": ss, **split, "scores": "pim",
                  "k_mode": mode, "k_regs": k_regs,
                  "k_qrows": kq, "wsum": "pim", "v_qrows": vq}

@@ -6,7 +6,8 @@ or the host multiply); :class:`Epilogue` lists the stages of
 read: ``bias`` ``b`` [n]; ``add`` ``r`` [batch, n]; ``silu_mul`` none (output halved);
 ``rmsnorm_cat`` ``out_norm_w`` [n] with epsilon ``eps`` (output doubled: the value, then
 its RMS norm); ``rope`` ``cos``, ``sin`` [batch, rope_dim], rotating the first
-``rope_heads`` heads of ``rope_dim`` columns of each row (q | k of a merged projection).
+``rope_heads`` heads of ``rope_dim`` columns of each row (q | k of a merged projection);
+``argmax_cat`` none (one more column: each row's argmax, the logits' next token).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from ..program import Buffer
 __all__ = ["NO_EPILOGUE", "Epilogue"]
 
 _INPUTS = {"bias": ("b",), "add": ("r",), "silu_mul": (), "rmsnorm_cat": ("out_norm_w",),
-           "rope": ("cos", "sin")}
+           "rope": ("cos", "sin"), "argmax_cat": ()}
 
 
 @dataclass(frozen=True)
@@ -52,9 +53,11 @@ class Epilogue:
         return tuple(size[b] for b in self.inputs())
 
     def out_shape(self, batch: int, n: int) -> tuple[int, int]:
-        """The output's shape: ``[batch, n]``, halved by silu_mul, doubled by rmsnorm_cat."""
+        """The output's shape: ``[batch, n]``, halved by silu_mul, doubled by rmsnorm_cat,
+        one column more with argmax_cat."""
         for st in self.stages:
-            n = n // 2 if st == "silu_mul" else 2 * n if st == "rmsnorm_cat" else n
+            n = n // 2 if st == "silu_mul" else 2 * n if st == "rmsnorm_cat" \
+                else n + 1 if st == "argmax_cat" else n
         return batch, n
 
     def attrs(self) -> tuple[tuple[str, float | int | str], ...]:

@@ -80,3 +80,25 @@ def test_a_device_whose_cache_overflows_takes_denser_layouts_as_one_device_does(
             attn = [c.kind for n, c in stage.choices.items() if n.endswith(".attn")]
             assert attn and set(attn) == {"fitted"}
         assert simulate_system(cs.program, system).latency_ns > 0
+
+
+@pytest.mark.parametrize("partition", [(1, 2), (2, 1)], ids=["pp2", "tp2"])
+def test_the_full_fusion_plan_runs_over_stages_and_shards(quad, partition) -> None:
+    """Over pipeline stages the embedding's norm and the LM head's argmax stay fused (on
+    the first and last stage); over tensor-parallel shards the argmax is left unfused
+    (each shard holds a slice of the vocabulary), and both check against torch."""
+    from autosched.compiler.partition import Partition
+    from autosched.compiler.system_compile import system_graph
+    from autosched.compiler.system_run import run_check_system
+    from autosched.frontend import get_model_config
+    from search_spaces.fusion import FULL_FUSION
+
+    tp, pp = partition
+    part = Partition.even(tp, pp, 4)
+    cfg = get_model_config("llama-tiny")
+    graph = system_graph(cfg, part, phase="decode", batch=1, context=8, fusion=FULL_FUSION)
+    head = graph.node("lm_head").workload.attr("epilogue")
+    assert head == ("argmax" if tp == 1 else None)
+    assert graph.node("embed").workload.attr("epilogue") == ("rmsnorm" if tp == 1 else None)
+    rep = run_check_system("llama-tiny", quad, part, steps=3, fusion=FULL_FUSION)
+    assert rep.passed, rep

@@ -36,7 +36,12 @@ def _ref(wl: Workload, t: dict[str, np.ndarray]) -> np.ndarray:
         rot = np.concatenate([-x[..., h:], x[..., :h]], -1)
         return x * t["cos"][:, None, :] + rot * t["sin"][:, None, :]
     if wl.op == "embedding":
-        return t["table"][t["ids"].astype(int)]
+        x = t["table"][t["ids"].astype(int)]
+        if wl.attr("epilogue") == "rmsnorm":  # rows | their RMS norm
+            eps = float(wl.attr("out_eps"))
+            norm = x / np.sqrt(np.mean(x * x, -1, keepdims=True) + eps) * t["out_norm_w"]
+            x = np.concatenate([x, norm], axis=-1)
+        return x
     if wl.op == "argmax":
         return np.argmax(t["x"], -1).astype(np.float64)
     a, b = t["a"], t.get("b")
@@ -58,7 +63,7 @@ def _tensors(wl: Workload, rng: np.random.Generator, dtype: str) -> dict[str, np
         return {"x": r(d["m"], d["h"], d["d"]), "cos": np.cos(ang), "sin": np.sin(ang)}
     if wl.op == "embedding":
         return {"ids": rng.integers(0, d["v"], d["m"]).astype(np.float64),
-                "table": r(d["v"], d["n"])}
+                "table": r(d["v"], d["n"]), "out_norm_w": r(d["n"])}
     if wl.op == "argmax":
         return {"x": rng.permutation(d["m"] * d["n"]).reshape(d["m"], d["n"]) / 7.0}
     names = ("a", "b") if wl.attr("fn") in ("add", "mul", "silu_mul") else ("a",)
@@ -70,7 +75,7 @@ def _tolerance(wl: Workload, point: dict, dtype: str) -> tuple[float, float]:
     are float32 (a mean over n terms for rmsnorm, three terms for rope, exp for silu)."""
     if point["placement"] == "pim":
         return UNIT[dtype], 1e-6
-    if wl.op == "rmsnorm":
+    if wl.op == "rmsnorm" or wl.attr("epilogue") == "rmsnorm":
         return (wl.dims["n"] + 8) * U32, 1e-6
     if wl.op == "rope":
         return 8 * U32, 3 * 8 * U32
@@ -89,6 +94,9 @@ def _workloads() -> st.SearchStrategy[Workload]:
                   st.integers(1, 6), st.sampled_from([2, 8, 32])),
         st.builds(lambda m, n, v: Workload.make("embedding", m=m, n=n, v=v), m,
                   st.integers(1, 64), st.integers(1, 100)),
+        st.builds(lambda m, n, v, e: Workload.make(
+            "embedding", attrs={"epilogue": "rmsnorm", "out_eps": e}, m=m, n=n, v=v), m,
+            st.integers(1, 64), st.integers(1, 100), st.sampled_from([1e-5, 1e-6])),
         st.builds(lambda m, n: Workload.make("argmax", m=m, n=n), m, n),
     )
 
@@ -130,6 +138,7 @@ def test_host_placement_is_one_host_op():
     hw = HW["hbm-pim"]
     for wl in (Workload.make("rmsnorm", m=2, n=8), Workload.make("rope", m=2, h=3, d=4),
                Workload.make("embedding", m=2, n=8, v=9), Workload.make("argmax", m=1, n=5),
+               Workload.make("embedding", attrs={"epilogue": "rmsnorm"}, m=2, n=8, v=9),
                Workload.make("elementwise", attrs={"fn": "silu"}, m=2, n=5)):
         kern = build(wl, None, hw)
         (stream,) = kern.program.streams
@@ -153,3 +162,11 @@ def test_all_families_registered():
         assert isinstance(LOWERINGS.get(fam) or lowering_for(Workload.make("argmax", m=1, n=2)),
                           PointwiseLowering)
         assert LOWERINGS[fam] is LOWERINGS["argmax"]
+
+
+def test_an_embedding_epilogue_other_than_rmsnorm_is_refused():
+    from search_spaces.errors import SpaceError
+
+    wl = Workload.make("embedding", attrs={"epilogue": "add"}, m=1, n=8, v=9)
+    with pytest.raises(SpaceError, match="epilogue is rmsnorm or none"):
+        lowering_for(wl).space(wl, HW["hbm-pim"])

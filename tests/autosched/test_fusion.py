@@ -18,7 +18,7 @@ from autosched.fusion import (
     output_parts,
 )
 from autosched.reference import evaluate
-from search_spaces import ScheduleError
+from search_spaces import ScheduleError, Workload
 from search_spaces.fusion import FULL_FUSION, NO_FUSION, fusion_space
 
 CFG = get_model_config("llama-tiny")
@@ -112,8 +112,11 @@ def test_every_plan_keeps_the_outputs(plan, decode, prefill):
         ref = evaluate(graph, weights, ids, caches=base_caches)
         fused = apply_fusion(graph, plan)
         got = evaluate(fused, fuse_weights(graph, plan, weights), ids, caches=fused_caches)
-        np.testing.assert_allclose(got["lm_head"], ref["lm_head"], rtol=1e-10, atol=1e-10)
-        np.testing.assert_array_equal(got["argmax"], ref["argmax"])
+        vocab = ref["lm_head"].shape[1]
+        np.testing.assert_allclose(got["lm_head"][:, :vocab], ref["lm_head"], rtol=1e-10,
+                                   atol=1e-10)
+        token = got["lm_head"][:, vocab:] if plan["argmax_epilogue"] else got["argmax"]
+        np.testing.assert_array_equal(token, ref["argmax"])
         for name, (k, v) in base_caches.items():
             np.testing.assert_allclose(fused_caches[name][0], k, atol=1e-10)
             np.testing.assert_allclose(fused_caches[name][1], v, atol=1e-10)
@@ -143,8 +146,11 @@ def test_fused_node_and_task_counts(decode):
         (plan(residual_epilogue=True), 56, 7, 13),  # o_proj leaves q's task
         (plan(norm_into_linear=True), 55, 7, 13),  # rmsnorm gone, q/o split
         (plan(merge_qkv=True, rope_epilogue=True), 52, 5, 12),  # rope gone into qkv_proj
-        (plan(residual_epilogue=True, norm_epilogue=True), 48, 7, 13),  # 8 norms absorbed
-        (FULL_FUSION, 23, 4, 9),  # and rope
+        # all 9 norms absorbed: 8 by the residual linears, the first by the embedding
+        (plan(residual_epilogue=True, norm_epilogue=True), 47, 7, 12),
+        (plan(argmax_epilogue=True), 63, 7, 12),  # argmax gone into the LM head
+        (FULL_FUSION, 22, 4, 7),  # and rope; no norm left for norm_into_linear
+        ({**FULL_FUSION, "argmax_epilogue": False}, 23, 4, 8),
     ]
     for p, nodes, gemvs, ntasks in cases:
         fused = apply_fusion(decode, p)
@@ -185,7 +191,16 @@ def test_full_plan_rotates_in_qkv_and_normalises_in_the_residual_linears(decode)
     assert (qkv.attr("epilogue"), qkv.attr("rope_heads"), qkv.attr("rope_d")) == (
         "rope", CFG.heads + CFG.kv_heads, CFG.head_dim)
     assert qkv.attr("prologue") is None  # its norm went into l0.ffn_down's epilogue
-    assert full.node("l0.qkv_proj").workload.attr("prologue") == "rmsnorm"  # after embed
+    assert full.node("l0.qkv_proj").workload.attr("prologue") is None  # into the embedding
+    emb = full.node("embed")
+    assert emb.workload.attr("epilogue") == "rmsnorm"
+    assert output_parts(full, emb) == {"res": (0, 256), "norm": (256, 512)}
+    assert operands(full, full.node("l0.qkv_proj")) == {"x": (FusedView("embed", 256, 512),)}
+    assert operands(full, full.node("l0.o_proj"))["r"] == (FusedView("embed", 0, 256),)
+    head = full.node("lm_head")
+    assert "argmax" not in [n.role for n in full] and head.workload.attr("epilogue") == "argmax"
+    assert output_parts(full, head) == {"out": (0, CFG.vocab), "token": (CFG.vocab,
+                                                                          CFG.vocab + 1)}
     att = operands(full, full.node("l1.attn"))
     assert att == {"q": (FusedView("l1.qkv_proj", 0, hd),),
                    "k": (FusedView("l1.qkv_proj", hd, hd + kvd),),
@@ -217,7 +232,10 @@ def test_fuse_weights_concatenates_in_part_order(decode):
         [w["l2.q_proj"]["W"], w["l2.k_proj"]["W"], w["l2.v_proj"]["W"]]))
     np.testing.assert_array_equal(fw["l2.o_proj"]["out_norm_w"], w["l2.ffn_norm"]["w"])
     np.testing.assert_array_equal(fw["l3.ffn_down"]["out_norm_w"], w["final_norm"]["w"])
-    np.testing.assert_array_equal(fw["l0.qkv_proj"]["norm_w"], w["l0.attn_norm"]["w"])
+    np.testing.assert_array_equal(fw["embed"]["out_norm_w"], w["l0.attn_norm"]["w"])
+    plain = {k: v for k, v in FULL_FUSION.items() if k != "norm_epilogue"}
+    without = fuse_weights(decode, {**plain, "residual_epilogue": False}, w)
+    np.testing.assert_array_equal(without["l0.qkv_proj"]["norm_w"], w["l0.attn_norm"]["w"])
     assert "l2.q_proj" not in fw and "l2.ffn_norm" not in fw
 
 
@@ -241,3 +259,21 @@ def test_bad_plans_and_graphs_are_rejected(decode):
     odd = type(g)(tuple(nodes), g.phase, g.model, g.batch, g.tokens, g.context)
     with pytest.raises(FusionError, match="silu_mul_epilogue needs"):
         apply_fusion(odd, {**NO_FUSION, "merge_gate_up": True, "silu_mul_epilogue": True})
+
+
+def test_a_plan_recorded_before_argmax_epilogue_reads_it_as_off(decode):
+    old = {k: v for k, v in FULL_FUSION.items() if k != "argmax_epilogue"}
+    assert apply_fusion(decode, old) == apply_fusion(decode, {**FULL_FUSION,
+                                                              "argmax_epilogue": False})
+    assert "argmax" in [n.role for n in apply_fusion(decode, old)]
+
+
+def test_logits_read_by_more_than_their_argmax_keep_the_argmax_node(decode):
+    nodes = list(decode.nodes)
+    extra = type(nodes[-1])("probe", Workload.make("argmax", m=2, n=CFG.vocab), ("lm_head",),
+                            None, "argmax")
+    odd = type(decode)((*nodes, extra), decode.phase, decode.model, decode.batch,
+                       decode.tokens, decode.context)
+    fused = apply_fusion(odd, {**NO_FUSION, "argmax_epilogue": True})
+    assert fused.node("lm_head").workload.attr("epilogue") is None
+    assert [n.name for n in fused if n.workload.op == "argmax"] == ["argmax", "probe"]

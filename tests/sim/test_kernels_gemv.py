@@ -216,3 +216,28 @@ def test_norm_and_rope_epilogues_in_the_finishing_op(name):
     np.testing.assert_allclose(y, want.reshape(batch, n), rtol=1e-5, atol=1e-5)
     with pytest.raises(AutoschedError, match="rope_heads"):
         Epilogue(("rope",))
+
+
+@pytest.mark.parametrize("name", ["hbm-pim", "aim-gddr6"])
+def test_argmax_epilogue_appends_the_token_after_the_logits(name):
+    """``argmax_cat`` keeps the logits and adds each row's argmax as one more column, in
+    the PIM finishing op and in the host multiply over the resident layout alike."""
+    from search_spaces.gemv import resident_layout
+    from search_spaces.workload import Workload
+    from sim.kernels.gemv_host import gemv_host
+
+    hw, n, k, batch = HW[name], 200, 64, 3
+    x, w = int_data(n, k, batch, seed=4)
+    z = x @ w.T
+    want = np.concatenate([z, np.argmax(z, axis=1)[:, None].astype(np.float32)], axis=1)
+    epi = Epilogue(("bias", "argmax_cat"))
+    b = np.linspace(-1, 1, n).astype(np.float32)
+    want_b = np.concatenate([z + b, np.argmax(z + b, axis=1)[:, None]], axis=1)
+    layout = resident_layout(Workload.make("gemv", "fp16", m=batch, n=n, k=k), hw)
+    for kern in (gemv(hw, n, k, batch, epilogue=epi), gemv_host(hw, n, k, batch, layout,
+                                                                epilogue=epi)):
+        assert kern.inputs == ("x", "b") and kern.output_shape == (batch, n + 1)
+        y = kern.run(hw, {"x": x, "W": w, "b": b})
+        np.testing.assert_allclose(y, want_b, rtol=1e-6, atol=1e-6)
+    y = gemv(hw, n, k, batch, epilogue=Epilogue(("argmax_cat",))).run(hw, {"x": x, "W": w})
+    np.testing.assert_allclose(y, want, rtol=1e-6, atol=1e-6)

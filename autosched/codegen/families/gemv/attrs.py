@@ -11,15 +11,15 @@ __all__ = ["EPILOGUES", "gemv_attrs"]
 # ``bias`` stage when attr ``bias=1``): ``add_rmsnorm`` adds the residual ``r`` and also
 # writes the sum's RMS norm (attr ``out_eps``, constant ``out_norm_w`` [n]) beside it,
 # output [m, 2n] = residual | normalised; ``rope`` rotates the first attr ``rope_heads``
-# heads of attr ``rope_d`` columns (constants ``cos``, ``sin`` [m, rope_d])
+# heads of attr ``rope_d`` columns (constants ``cos``, ``sin`` [m, rope_d]); ``argmax``
+# appends each row's argmax, output [m, n + 1] = logits | next token
 EPILOGUES: dict[str, tuple[str, ...]] = {"": (), "add": ("add",), "silu_mul": ("silu_mul",),
                                          "add_rmsnorm": ("add", "rmsnorm_cat"),
-                                         "rope": ("rope",)}
+                                         "rope": ("rope",), "argmax": ("argmax_cat",)}
 
 
 def gemv_attrs(w: Workload) -> tuple[bool, str, bool]:
-    """(rmsnorm prologue, epilogue "" | "add" | "silu_mul" | "add_rmsnorm", bias) of ``w``,
-    checked."""
+    """(rmsnorm prologue, epilogue: a key of :data:`EPILOGUES`, bias) of ``w``, checked."""
     pro, epi, bias = w.attr("prologue", ""), w.attr("epilogue", ""), int(w.attr("bias", 0))
     check(pro in ("", "rmsnorm"), f"gemv prologue {pro!r} unknown: use rmsnorm or none")
     check(epi in EPILOGUES, f"gemv epilogue {epi!r} unknown: use "

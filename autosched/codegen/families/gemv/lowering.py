@@ -13,7 +13,8 @@ workload's attrs (names as the whole-model compiler binds them):
   ``epilogue="silu_mul"`` (output ``[m, n/2]``), ``epilogue="add_rmsnorm"`` (input ``r``,
   constant ``out_norm_w`` [n], attr ``out_eps``; output ``[m, 2n]``: the sum, then its
   RMS norm), ``epilogue="rope"`` (constants ``cos``, ``sin`` [m, rope_d]; attrs
-  ``rope_heads``, ``rope_d``: q | k rotated in place) run in that order inside the core's one
+  ``rope_heads``, ``rope_d``: q | k rotated in place), ``epilogue="argmax"`` (output
+  ``[m, n + 1]``: the logits, then each row's argmax) run in that order inside the core's one
   host op that finishes the result (the PIM reduction with its padding stripped, or the
   host multiply): one dispatch per GEMV.
 """

@@ -1,7 +1,9 @@
 """Lowerings of rmsnorm, rope, elementwise, embedding, argmax and host (space:
 search_spaces.pointwise).
 
-``host`` placement is one host op over all rows on fp32 host buffers of the logical shapes
+``host`` placement is one host op over all rows (an embedding with attr
+``epilogue="rmsnorm"`` also writes the rows' RMS norm beside them: attr ``out_eps``,
+constant ``out_norm_w``, output ``[m, 2n]``) on fp32 host buffers of the logical shapes
 (no padding, no PIM stream). ``pim`` (element-wise only) wraps ``sim.kernels.elementwise``
 over the ``m * n`` flattened elements with its buffers renamed to the family convention
 (``a``, ``b`` -> ``y``). For ``m == 1`` the operands are zero-padded to the kernel's
@@ -89,8 +91,13 @@ def _host(wl: Workload, hw: Hardware) -> Kernel:
                             attrs)
     if wl.op == "embedding":  # the table is a weight: held in the device's type
         m, n, v = d["m"], d["n"], d["v"]
-        return _host_kernel(name, "embedding", [("ids", (m,), (m,)), ("table", (v, n), (v, n))],
-                            (m, n), dtypes={"table": hw.pim.dtype})
+        ins = [("ids", (m,), (m,)), ("table", (v, n), (v, n))]
+        if wl.attr("epilogue") == "rmsnorm":  # rows | their norm (constant out_norm_w)
+            eps = float(wl.attr("out_eps", DEFAULT_EPS))
+            return _host_kernel(name, "embedding", [*ins, ("out_norm_w", (n,), (n,))],
+                                (m, 2 * n), (("epi", "rmsnorm_cat"), ("eps", eps)),
+                                dtypes={"table": hw.pim.dtype})
+        return _host_kernel(name, "embedding", ins, (m, n), dtypes={"table": hw.pim.dtype})
     m, n = d["m"], d["n"]  # argmax
     return _host_kernel(name, "argmax", [("x", (m, n), (m, n))], (m,))
 
