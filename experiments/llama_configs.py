@@ -120,17 +120,19 @@ class Outcome:
     max_rel_err: float = math.nan
 
 
-def check(hf: dict[str, Any], hw: str, *, steps: int = 8, seed: int = 0) -> Outcome:
-    """Compile, simulate and run ``hf`` on ``hw`` (see the module docstring)."""
+def check(hf: dict[str, Any], hw: str, *, steps: int = 8, seed: int = 0,
+          fusion: dict | None = None) -> Outcome:
+    """Compile, simulate and run ``hf`` on ``hw`` (see the module docstring); ``fusion``:
+    a fusion plan for both (None: unfused)."""
     from autosched.compiler import run_check, simulate_model
     from autosched.frontend import ModelConfig, ModelError
 
     try:
         cfg = ModelConfig.from_hf(hf, name="sampled")
-        fig = simulate_model(cfg, hw, context=steps, baseline=False)
+        fig = simulate_model(cfg, hw, context=steps, baseline=False, fusion=fusion or {})
         if not fig.latency_ns >= fig.bound_ns > 0:
             return Outcome("failed", f"latency {fig.latency_ns} below bound {fig.bound_ns}")
-        rep = run_check(cfg, hw, steps=steps, seed=seed)
+        rep = run_check(cfg, hw, steps=steps, seed=seed, fusion=fusion)
     except ModelError as e:
         if _transformers_runs(hf):
             return Outcome("failed", f"refused a config transformers runs: {e}")

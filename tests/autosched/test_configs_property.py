@@ -6,8 +6,8 @@ The draw (``experiments.llama_configs.sample_config``) covers llama/mistral/qwen
 dims 16..128, GQA ratios 1..7, odd sizes, 1-3 layers, tied or not, every RoPE scaling
 type, sliding windows shorter than the run and biases. Seeded and small here: five
 configs drawn by hypothesis (derandomized, so a failure shrinks to a small config) and
-24 of the sweep's own draw, each its own test; the 200-config sweep is
-``experiments/bench_configs.py``.
+24 of the sweep's own draw, each its own test (half of them fused); the 200-config sweep
+is ``experiments/bench_configs.py``.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from experiments.llama_configs import RngPicker, check, sample_config
+from search_spaces.fusion import FULL_FUSION
 
 
 class DataPicker:
@@ -43,13 +44,15 @@ def test_random_configs_match_transformers(data: st.DataObject) -> None:
 
 
 # The sweep's own draw (experiments/bench_configs.py), a seed of its own, a few dozen
-# configs: each a separate test, so a parallel run spreads them over the workers.
+# configs: each a separate test, so a parallel run spreads them over the workers. The
+# odd ones run under the full fusion plan (every epilogue, the merged projections).
 SWEEP_SEED, SWEEP_CONFIGS = 7, 24
 
 
 @pytest.mark.parametrize("i", range(SWEEP_CONFIGS))
 def test_seeded_sweep_configs_match_transformers(i: int) -> None:
     hf = sample_config(RngPicker(SWEEP_SEED * 100_003 + i))
+    fusion = dict(FULL_FUSION) if i % 2 else None
     for hw in ("hbm-pim", "aim-gddr6"):
-        out = check(hf, hw, steps=3, seed=i)
-        assert out.status in ("pass", "refused"), (hw, out.message, hf)
+        out = check(hf, hw, steps=3, seed=i, fusion=fusion)
+        assert out.status in ("pass", "refused"), (hw, out.message, hf, fusion)
