@@ -76,3 +76,26 @@ def test_python_api_takes_a_transformers_model(checkpoints) -> None:
     fig = simulate_model(model, "hbm-pim", context=16, baseline=False)
     assert fig.latency_ns >= fig.bound_ns > 0
     assert run_check(model, "hbm-pim", steps=3).passed
+
+
+@pytest.mark.parametrize("name", ["llama", "qwen2"])
+def test_the_full_fusion_plan_reads_every_norm_of_a_checkpoint(tmp_path, name: str) -> None:
+    """Under the full plan every RMSNorm is absorbed (the first block's into the
+    embedding, the others into the residual linears, the final one into the last down
+    projection) and the argmax into the LM head; with every norm's weights drawn at
+    random (a fresh model has them all at one), a norm read from the wrong tensor would
+    move the logits: the run matches generate() token for token."""
+    from search_spaces.fusion import FULL_FUSION
+
+    torch.manual_seed(1)
+    model = MODELS[name]().to(torch.float16)
+    with torch.no_grad():
+        for mod in model.modules():
+            if type(mod).__name__.endswith("RMSNorm"):
+                mod.weight.copy_(torch.empty_like(mod.weight).uniform_(0.5, 1.5))
+    model.save_pretrained(tmp_path)
+    rep = run_check(tmp_path, "hbm-pim", steps=6, fusion=dict(FULL_FUSION))
+    assert rep.passed and rep.tokens_match, rep
+    cm = compile_model(tmp_path, "hbm-pim", context=6, fusion=dict(FULL_FUSION))
+    assert cm.graph.node("embed").workload.attr("epilogue") == "rmsnorm"
+    assert cm.graph.node("lm_head").workload.attr("epilogue") == "argmax"
