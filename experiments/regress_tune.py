@@ -14,8 +14,9 @@ gained its library point up to the same rule (no exported schedule slower than t
 library kernel) without a new search.
 
 ``--only GLOB`` searches only the workloads whose key matches ``GLOB`` (``fnmatch``) in
-those graphs, ``--trials`` new measurements per step and plan over them (after their
-named points), e.g. the workloads a new fusion created, without moving any other entry.
+those graphs, ``--trials`` new measurements per step over them (a workload of several
+plans searched once; their named points first), e.g. the workloads a new fusion created,
+without moving any other entry.
 
     python -m experiments.regress_tune [--suite quick|full|all] [--db PATH] [--trials N]
                                        [--named-only | --only GLOB]
@@ -95,6 +96,18 @@ def carry_over(db: Database, export: TunedExport, workloads: Iterable[Workload],
     return len(todo)
 
 
+def search_only(db: Database, graphs: list, hw: Hardware, pattern: str, trials: int,
+                seed: int) -> int:
+    """Search the workloads of ``graphs`` (one step's plans) whose key matches ``pattern``,
+    ``trials`` new measurements over them (the tuner measures their named points first);
+    returns how many workloads matched."""
+    chosen = [t for t in tasks(*graphs) if fnmatch.fnmatch(t.workload.key, pattern)]
+    if chosen:
+        tune_tasks(chosen, hw, db=db, trials=trials, seed=seed,
+                   cost_model=make_cost_model("xgb", seed=seed))
+    return len(chosen)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--suite", choices=(*SUITES, "all"), default="all")
@@ -124,12 +137,14 @@ def main() -> None:
     for (model, hw_name, phase, batch, context), fusions in sorted(tuned_steps(suites).items()):
         cfg, hw = resolve_model(model), load_hardware(hw_name)
         step = dict(phase=phase, batch=batch, context=context)
-        workloads = {}
+        workloads, graphs = {}, []
+        t_step = time.perf_counter()
         for fusion in sorted(fusions):
             plan = dict(FULL_FUSION) if fusion == "full" else "none"
             t0 = time.perf_counter()
             graph = model_graph(cfg, fusion=plan if isinstance(plan, dict) else {}, **step)[1]
             workloads.update({n.workload.key: n.workload for n in graph})
+            graphs.append(graph)
             if args.named_only:
                 ws = {n.workload for n in graph}
                 n, kept = measure_named(db, ws, hw), carry_over(db, export, ws, hw)
@@ -138,15 +153,7 @@ def main() -> None:
                       f"{time.perf_counter() - t0:.0f} s", flush=True)
                 continue
             if args.only:
-                chosen = [t for t in tasks(graph) if fnmatch.fnmatch(t.workload.key, args.only)]
-                n = measure_named(db, [t.workload for t in chosen], hw)
-                if chosen:
-                    tune_tasks(chosen, hw, db=db, trials=args.trials, seed=args.seed,
-                               cost_model=make_cost_model("xgb", seed=args.seed))
-                print(f"{model} {hw_name} {phase} b{batch} c{context} fusion={fusion}: "
-                      f"{len(chosen)} workload(s) searched ({n} named points), "
-                      f"{time.perf_counter() - t0:.0f} s", flush=True)
-                continue
+                continue  # searched once per step below, over every plan's graph
             rep = tune(cfg, hw=hw, trials=args.trials, db=db, seed=args.seed, fusion=plan,
                        **step)
             print(f"{model} {hw_name} {phase} b{batch} c{context} fusion={fusion}: "
@@ -154,6 +161,10 @@ def main() -> None:
                   f"{rep.end_to_end.default_ns / 1e3:.2f} us, tuned "
                   f"{rep.end_to_end.tuned_ns / 1e3:.2f} us, {time.perf_counter() - t0:.0f} s",
                   flush=True)
+        if args.only:
+            n = search_only(db, graphs, hw, args.only, args.trials, args.seed)
+            print(f"{model} {hw_name} {phase} b{batch} c{context}: {n} workload(s) searched, "
+                  f"{time.perf_counter() - t_step:.0f} s", flush=True)
         export = export.merged(export_from_db(db, workloads.values(), hw, tuning))
     export.save(args.out)
     print(f"wrote {args.out}")

@@ -26,7 +26,8 @@ from .errors import ProgramError
 from .hardware import DTYPE_BYTES
 from .isa import HostOp
 
-__all__ = ["EPILOGUES", "HOST_OPS", "HostOpSpec", "arity", "cost", "register_extern", "run"]
+__all__ = ["EPILOGUES", "HOST_OPS", "HostOpSpec", "arity", "cost", "grown_width",
+           "register_extern", "run"]
 
 Arr = np.ndarray
 
@@ -205,7 +206,7 @@ def _width(op: HostOp) -> int:
     return w
 
 
-def _grown(st: str, w: int) -> int:
+def grown_width(st: str, w: int) -> int:
     """Width of a value after epilogue stage ``st`` (``w`` before it)."""
     return w // 2 if st == "silu_mul" else 2 * w if st == "rmsnorm_cat" \
         else w + 1 if st == "argmax_cat" else w
@@ -336,7 +337,7 @@ def _epi_flops(op: HostOp) -> float:
     rows, w, total = out.size // out.shape[-1], _width(op), 0.0
     for st in _stages(op):
         total += EPILOGUES[st][1] * rows * w
-        w = _grown(st, w)
+        w = grown_width(st, w)
     return total
 
 

@@ -29,6 +29,7 @@ from autosched.frontend import ModelConfig, OpGraph, OpNode, get_model_config
 from autosched.frontend.checkpoint import Weights
 from autosched.fusion import output_width
 from search_spaces import Schedule
+from search_spaces.fusion import fusion_space, upgrade_plan
 from sim.errors import InternalError, ProgramError
 from sim.hardware import Hardware, System
 from sim.isa import BufRef, HostOp, Send, Signal, Wait, aff
@@ -48,7 +49,7 @@ __all__ = ["CompiledSystem", "compile_system", "shard_tensors", "system_graph"]
 
 # what tensor parallelism cannot fuse: residuals into the all-reduced projections, the
 # argmax into an LM head holding a slice of the vocabulary
-NO_RESIDUAL = {"residual_epilogue": False, "argmax_epilogue": False}
+TP_UNFUSED = {"residual_epilogue": False, "argmax_epilogue": False}
 
 
 @dataclass
@@ -139,8 +140,9 @@ def system_graph(cfg: ModelConfig, part: Partition, *, phase: str, batch: int,
     """One tensor-parallel device's graph of the step (residuals never fused into the
     reduced projections, nor the argmax into the LM head, when ``tp > 1``)."""
     plan = fusion
-    if part.tp > 1 and fusion:  # norm_epilogue exists only with residual_epilogue
-        plan = {k: v for k, v in {**fusion, **NO_RESIDUAL}.items() if k != "norm_epilogue"}
+    if part.tp > 1 and fusion:  # and the decisions that exist only with those (norm_epilogue)
+        plan = {**upgrade_plan(fusion), **TP_UNFUSED}
+        plan = {k: plan[k] for k in fusion_space().active(plan) if k in plan}
     graph = stacked_graph(cfg, phase=phase, batch=batch, context=context, capacity=capacity,
                           fusion=plan or None)[1]
     return shard_graph(graph, part.tp)

@@ -50,15 +50,13 @@ class FusedView:
 
 def output_width(w: Workload) -> int:
     """Columns of the output of ``w`` seen as ``[rows, width]``."""
-    d = w.dims
-    epi = w.attr("epilogue")
+    d, epi = w.dims, w.attr("epilogue")
+    if writes_norm(w):
+        return 2 * d["n"]
     if w.op in _LINEAR:
-        return d["n"] // 2 if epi == "silu_mul" else 2 * d["n"] if epi == "add_rmsnorm" \
-            else d["n"] + 1 if epi == "argmax" else d["n"]
+        return d["n"] // 2 if epi == "silu_mul" else d["n"] + 1 if epi == "argmax" else d["n"]
     if w.op in ("rope", "attention"):
         return d["h"] * d["d"]
-    if w.op == "embedding" and epi == "rmsnorm":
-        return 2 * d["n"]
     return 1 if w.op == "argmax" else d["n"]
 
 

@@ -99,7 +99,7 @@ class AttnShape:
         that each stream gets a share (the rows used are the same: one pass per slot
         either way; a full row would leave the later streams without values)."""
         full = self.hw.columns_per_row // self.cpp(v)
-        return min(full, ceil_div(self.span, v.get("seq_split", 1)))
+        return min(full, ceil_div(self.span, v["seq_split"]))
 
     @property
     def plain(self) -> int:

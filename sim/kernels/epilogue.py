@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import AutoschedError
-from ..host_ops import EPILOGUES
+from ..host_ops import EPILOGUES, grown_width
 from ..isa import BufRef, HostOp, aff
 from ..program import Buffer
 
@@ -56,8 +56,7 @@ class Epilogue:
         """The output's shape: ``[batch, n]``, halved by silu_mul, doubled by rmsnorm_cat,
         one column more with argmax_cat."""
         for st in self.stages:
-            n = n // 2 if st == "silu_mul" else 2 * n if st == "rmsnorm_cat" \
-                else n + 1 if st == "argmax_cat" else n
+            n = grown_width(st, n)
         return batch, n
 
     def attrs(self) -> tuple[tuple[str, float | int | str], ...]:

@@ -91,13 +91,12 @@ def _host(wl: Workload, hw: Hardware) -> Kernel:
                             attrs)
     if wl.op == "embedding":  # the table is a weight: held in the device's type
         m, n, v = d["m"], d["n"], d["v"]
-        ins = [("ids", (m,), (m,)), ("table", (v, n), (v, n))]
+        ins, out, attrs = [("ids", (m,), (m,)), ("table", (v, n), (v, n))], (m, n), ()
         if wl.attr("epilogue") == "rmsnorm":  # rows | their norm (constant out_norm_w)
-            eps = float(wl.attr("out_eps", DEFAULT_EPS))
-            return _host_kernel(name, "embedding", [*ins, ("out_norm_w", (n,), (n,))],
-                                (m, 2 * n), (("epi", "rmsnorm_cat"), ("eps", eps)),
-                                dtypes={"table": hw.pim.dtype})
-        return _host_kernel(name, "embedding", ins, (m, n), dtypes={"table": hw.pim.dtype})
+            ins.append(("out_norm_w", (n,), (n,)))
+            out = (m, 2 * n)
+            attrs = (("epi", "rmsnorm_cat"), ("eps", float(wl.attr("out_eps", DEFAULT_EPS))))
+        return _host_kernel(name, "embedding", ins, out, attrs, dtypes={"table": hw.pim.dtype})
     m, n = d["m"], d["n"]  # argmax
     return _host_kernel(name, "argmax", [("x", (m, n), (m, n))], (m,))
 
