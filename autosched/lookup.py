@@ -15,6 +15,7 @@ than the defaults.
 
 from __future__ import annotations
 
+import enum
 import math
 from dataclasses import dataclass
 
@@ -22,26 +23,49 @@ from autosched.measure.record import Measurement, RecordKey
 from search_spaces import Schedule, Workload
 from sim.hardware import Hardware
 
-from .codegen.registry import lowering_for, space_of
 from .database import Database
 from .database.base import Stale
 from .database.nearest import shape_distance
+from .families import family_of, space_of
 
-__all__ = ["NEAREST_RADIUS", "LookupResult", "lookup", "shape_distance"]
+__all__ = ["NEAREST_RADIUS", "LookupKind", "LookupResult", "lookup", "shape_distance"]
 
 NEAREST_RADIUS = 1.6
 
 
+class LookupKind(enum.StrEnum):
+    """Where a compiled operator's schedule came from."""
+
+    EXACT = "exact"  # the database's best for this very workload
+    NEAREST = "nearest"  # the best of a similar shape, re-validated for this one
+    DEFAULT = "default"  # the family's default (nothing tuned applies)
+    LIBRARY = "library"  # the shipped library kernel
+    GIVEN = "given"  # the caller's own, per node
+    FITTED = "fitted"  # a denser layout the compiler chose so the step fits its device
+    PIM = "pim"  # the step's plan keeps every engine choice in the banks
+    HOST = "host"  # the step's plan puts every engine choice on the host
+
+    @property
+    def looked_up(self) -> bool:
+        """Found by :func:`lookup` (the compiler may still move it)."""
+        return self in (LookupKind.EXACT, LookupKind.NEAREST, LookupKind.DEFAULT)
+
+    @property
+    def fixed(self) -> bool:
+        """Chosen for this very node (given, or fitted already): never moved again."""
+        return self in (LookupKind.GIVEN, LookupKind.FITTED)
+
+
 @dataclass(frozen=True)
 class LookupResult:
-    """``kind`` is exact | nearest | default (or, from the compiler, library | given |
-    baseline); ``source`` is the measurement reused, if any.
+    """``kind`` says where the schedule came from (:class:`LookupKind`); ``source`` is the
+    measurement reused, if any.
 
     ``stale`` lists (space version, simulator version, records) of this workload on this
     hardware that did not count because their versions differ from the current ones.
     """
 
-    kind: str
+    kind: LookupKind
     workload: Workload
     schedule: Schedule
     source: Measurement | None = None
@@ -50,7 +74,8 @@ class LookupResult:
     @property
     def latency_ns(self) -> float:
         """Measured latency of the schedule on this very workload (exact only), else nan."""
-        return self.source.latency_ns if self.kind == "exact" and self.source else math.nan
+        return self.source.latency_ns if self.kind is LookupKind.EXACT and self.source \
+            else math.nan
 
     @property
     def stale_note(self) -> str:
@@ -64,7 +89,7 @@ class LookupResult:
 
     def to_dict(self) -> dict:
         return {
-            "kind": self.kind,
+            "kind": str(self.kind),
             "workload": self.workload.key,
             "schedule": self.schedule.to_dict(),
             "from_workload": self.source.workload.key if self.source else None,
@@ -76,20 +101,20 @@ class LookupResult:
 
 def lookup(db: Database | None, workload: Workload, hw: Hardware) -> LookupResult:
     """The schedule to compile ``workload`` with on ``hw``."""
-    low = lowering_for(workload)
+    low = family_of(workload)
     space = space_of(workload, hw)
     stale: tuple[Stale, ...] = ()
     if db is not None:
         key = RecordKey.current(workload, hw.fingerprint, space.name, space.version)
         best = db.best(key)
         if best is not None:
-            return LookupResult("exact", workload, best.schedule, best)
+            return LookupResult(LookupKind.EXACT, workload, best.schedule, best)
         stale = tuple(db.stale(key))
         for m in db.nearest(key):
             if shape_distance(workload, m.workload) > NEAREST_RADIUS:
                 break  # nearest first: every later one is farther
             if not space.validate(m.schedule.point):
-                return LookupResult("nearest", workload, Schedule.of(space, m.schedule.point),
-                                    m, stale)
-    return LookupResult("default", workload, Schedule.of(space, low.default(workload, hw)),
-                        None, stale)
+                return LookupResult(LookupKind.NEAREST, workload,
+                                    Schedule.of(space, m.schedule.point), m, stale)
+    return LookupResult(LookupKind.DEFAULT, workload,
+                        Schedule.of(space, low.default(workload, hw)), None, stale)

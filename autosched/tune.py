@@ -19,15 +19,16 @@ from typing import TYPE_CHECKING
 from search_spaces import Workload
 from sim.errors import AutoschedError
 from sim.hardware import Hardware
-from sim.hwio import load_hardware
 
-from .codegen.registry import lowering_for
 from .database import Database, RecordKey, open_database
 from .defaults import DB_DEFAULT, DEFAULT_CONTEXT, DEFAULT_TRIALS, SAMPLERS
+from .families import family_of
+from .ir import PlanKey, PlanKind, Step
 from .report import EndToEnd, TaskReport, TuneReport
 
 if TYPE_CHECKING:  # the frontend loads torch: imported on use, so the CLI starts fast
-    from .frontend import ModelConfig, Task
+    from .frontend import ModelConfig
+    from .ir import Task
 
 __all__ = ["DEFAULT_COST_MODEL", "DEFAULT_FUSION", "FUSION_MODES", "fusion_plans", "tune"]
 
@@ -71,7 +72,7 @@ def _reused(db: Database, workloads: list[Workload], hw: Hardware) -> int:
     """Records of these workloads on ``hw`` already stored (the search never repeats them)."""
     total = 0
     for w in workloads:
-        space = lowering_for(w).space(w, hw)
+        space = family_of(w).space(w, hw)
         total += db.count(RecordKey.current(w, hw.fingerprint, space.name, space.version))
     return total
 
@@ -101,9 +102,21 @@ def tune(model: str | Path | ModelConfig, *, hw: str | Path | Hardware = "hbm-pi
     Processes tuning the same tasks with the same budget on one database share the job
     (``search.shared``).
     """
-    from .compiler import PLANS, choose_plan, plain_memory_ns, simulate_model
-    from .compiler.resident import pin_graph
-    from .frontend import get_model_config, model_graph, tasks
+    from sim.system import load_system
+
+    from .compiler import (
+        PLANS,
+        Partition,
+        choose_partition,
+        choose_plan,
+        partition_graph,
+        pin_graph,
+        plain_memory_ns,
+        simulate_step,
+    )
+    from .frontend import get_model_config
+    from .ir import tasks
+    from .pipeline import step_of
     from .search import tune_tasks
     from .search.shared import share
 
@@ -114,18 +127,21 @@ def tune(model: str | Path | ModelConfig, *, hw: str | Path | Hardware = "hbm-pi
         raise AutoschedError(f"trials must be a non-negative integer, got {trials!r}")
 
     # inputs, resolved once
-    hardware = load_hardware(hw)
+    system = load_system(hw)
+    hardware = system.device
     cfg = get_model_config(model)
+    step = step_of(cfg, phase=phase, batch=batch,
+                   context=min(context or DEFAULT_CONTEXT, cfg.max_positions))
     database = open_database(db)
     cm, cm_name = _cost_model(cost_model, seed)
-    length = min(context or DEFAULT_CONTEXT, cfg.max_positions)
-    step = dict(phase=phase, batch=batch, context=length)
+    ranked = [r for r in choose_partition(step, system) if r["fits"]]
+    part = ranked[0]["partition"] if ranked else Partition.single(cfg.layers)
 
-    # graph: one step captured, rewritten by every candidate fusion plan
+    # graph: one step captured, rewritten by every candidate fusion plan (one device's
+    # share of it on a system); multi-row GEMVs read their weights in the resident
+    # layout, as compile does
     plans = fusion_plans(fusion)
-    graphs = [model_graph(cfg, fusion=p, **step)[1] for p in plans]
-    # multi-row GEMVs read their weights in the resident layout, as compile does
-    graphs = [pin_graph(g, hardware, database) for g in graphs]
+    graphs = [pin_graph(partition_graph(step, part, p), hardware, database) for p in plans]
 
     # tasks: the unique workloads over every plan, with occurrence counts, and each plan's
     task_list = tasks(*graphs)
@@ -147,18 +163,18 @@ def tune(model: str | Path | ModelConfig, *, hw: str | Path | Hardware = "hbm-pi
     by_key = {r.workload.key: r for r in results}
     est = [sum(n * _best_ns(by_key[k]) for k, n in p.items()) for p in per_plan]
     final = finalists(est)
-    default = simulate_model(cfg, hardware, db=None, fusion={}, baseline=False, **step)
-    tuned = {i: simulate_model(cfg, hardware, db=database, fusion=plans[i] or {},
-                               baseline=False, graph=graphs[i], **step) for i in final}
+    default = simulate_step(step, system, fusion={}, baseline=False, partition=part)
+    tuned = {i: simulate_step(step, system, db=database, fusion=plans[i] or {},
+                              baseline=False, partition=part) for i in final}
     best_i = min(final, key=lambda i: (tuned[i].latency_ns, i))
     best_plan, fig = plans[best_i], tuned[best_i]
-    base_ns = plain_memory_ns(cfg, hardware, **step)
+    base_ns = plain_memory_ns(step, system, partition=part)
     if fusion == "auto":
-        _store_plan(database, cfg.name, phase, batch, hardware, best_plan, fig.latency_ns)
+        _store_plan(database, step, hardware, best_plan, fig.latency_ns)
     # placement: every operator as tuned, all in the banks, or all on the host; the fastest
     # is recorded where compile, simulate and run find it, so the step is never slower
     # than either side alone
-    placed = choose_plan(cfg, hardware, db=database, fusion=best_plan or {}, **step)
+    placed = choose_plan(step, system, db=database, fusion=best_plan or {}, partition=part)
     where = min(placed, key=lambda p: (placed[p].latency_ns, PLANS.index(p)), default=None)
     if where is not None and placed[where].latency_ns < fig.latency_ns:
         fig = placed[where]
@@ -168,8 +184,8 @@ def tune(model: str | Path | ModelConfig, *, hw: str | Path | Hardware = "hbm-pi
     e2e = EndToEnd(default.latency_ns, fig.latency_ns, fig.bound_ns, base_ns,
                    fig.tokens_per_s, fig.energy_pj, best_plan, fig.placement)
     return TuneReport(
-        model=cfg.name, hardware=hardware.name, hardware_fingerprint=hardware.fingerprint,
-        phase=phase, batch=batch, context=length, trials=trials, seed=seed, sampler=sampler,
+        model=cfg.name, hardware=system.name, hardware_fingerprint=hardware.fingerprint,
+        phase=phase, batch=batch, context=step.context, trials=trials, seed=seed, sampler=sampler,
         cost_model=cm_name, fusion=fusion if isinstance(fusion, str) else "plan",
         measurements=measured, reused=reused, wall_s=time.perf_counter() - start,
         tasks=task_reports, end_to_end=e2e,
@@ -192,19 +208,19 @@ def _best_ns(r: object) -> float:
     return r.best.latency_ns if r.best is not None else math.inf
 
 
-def _store_plan(db: Database, model: str, phase: str, batch: int, hw: Hardware,
-                plan: dict | None, latency_ns: float) -> None:
+def _store_plan(db: Database, step: Step, hw: Hardware, plan: dict | None,
+                latency_ns: float) -> None:
     """Record the chosen fusion plan where ``compile``, ``simulate`` and ``run`` find it."""
-    from .compiler import plan_key
+    db.save_plan(str(PlanKey.of(PlanKind.FUSION, step)), hw.fingerprint, plan or {},
+                 latency_ns)
 
-    db.save_plan(plan_key(model, phase, batch), hw.fingerprint, plan or {}, latency_ns)
 
 
 def _task_report(r: object, task: Task, hw: Hardware) -> TaskReport:
     """A TaskResult (from the search) as a report row."""
     default, best = r.default, r.best
     bound = best.bound_ns if best is not None and best.bound_ns > 0 else \
-        lowering_for(task.workload).bound(task.workload, hw)
+        family_of(task.workload).bound(task.workload, hw)
     return TaskReport(
         workload=task.workload, count=task.count,
         default_ns=default.latency_ns if default is not None else math.inf,

@@ -9,12 +9,13 @@ features hashed into ``SPACE_SLOTS`` signed slots (colliding features add up).
 
 from __future__ import annotations
 
+import json
 import math
 import zlib
+from pathlib import Path
 
 import numpy as np
 
-from search_spaces import Workload
 from sim.hardware import Hardware
 
 from .base import Candidate
@@ -50,10 +51,11 @@ _HW = (
     "pim_clock_ghz", "lanes", "registers", "log_gb_bytes_hw", "banks_per_unit", "adder_tree",
     "host_overhead_ns",
 )
-# The families of FEATURE_VERSION 1, in the shipped trees' order; a family added since has
-# all-zero family slots until the features are versioned and the model retrained.
-FEATURE_FAMILIES = ("gemv", "gemm", "attention", "rmsnorm", "rope", "elementwise",
-                    "embedding", "argmax")
+# The workload ops of FEATURE_VERSION 1's one-hot slots, in the shipped trees' order (data
+# of the feature layout, beside this module); an op added since has all-zero family slots
+# until the features are versioned and the model retrained.
+FEATURE_FAMILIES: tuple[str, ...] = tuple(json.loads(
+    (Path(__file__).with_name("feature_families.json")).read_text())[str(FEATURE_VERSION)])
 FEATURE_NAMES: tuple[str, ...] = (
     *_PHYSICS, *_BOUND, *_HW, *(f"family={f}" for f in FEATURE_FAMILIES),
     *(f"space_h{i}" for i in range(SPACE_SLOTS)),
@@ -64,14 +66,9 @@ def _log(x: float) -> float:
     return math.log2(1.0 + max(x, 0.0))
 
 
-def useful_macs(w: Workload) -> float:
-    """Multiply-accumulates the workload's arithmetic needs (0 for families without MACs)."""
-    d = w.dims
-    if w.op in ("gemv", "gemm"):
-        return float(d["m"] * d["n"] * d["k"])
-    if w.op == "attention":  # q k^T and p v over the whole context
-        return 2.0 * d["b"] * d["q"] * d["h"] * d["l"] * d["d"]
-    return 0.0
+def useful_macs(c: Candidate) -> float:
+    """Multiply-accumulates the candidate's workload needs (its space says how many)."""
+    return float(c.space.macs)
 
 
 def _hardware(hw: Hardware) -> list[float]:
@@ -90,7 +87,7 @@ def _program_part(c: Candidate) -> np.ndarray:
     """Physics, bound and hardware slots: everything that depends on program and hardware."""
     hw = c.hw
     st = program_stats(c.program, hw)
-    macs = useful_macs(c.workload)
+    macs = useful_macs(c)
     phys = [
         _log(st.bus_bytes), _log(st.commands), _log(st.columns), _log(st.group_columns),
         _log(st.unit_columns), _log(st.bank_acts), _log(st.channel_acts),

@@ -28,7 +28,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from autosched.codegen.registry import lowering_for
+from autosched.families.registry import family_of
 from autosched.measure import DaskRunner, LocalRunner, MeasureInput, Runner
 from experiments.scenarios import inspect, kill_loop, race, write_config
 from experiments.services import start_dask, start_postgres
@@ -44,7 +44,7 @@ def candidates(per: int = 24) -> list[MeasureInput]:
     runner's workers lower them)."""
     hw, out = load_hardware("hbm-pim"), []
     for w in WORKLOADS:
-        space = lowering_for(w).space(w, hw)
+        space = family_of(w).space(w, hw)
         points = list(space.enumerate())
         out += [MeasureInput(w, Schedule.of(space, p), hw)
                 for p in points[:: max(1, len(points) // per)][:per]]

@@ -22,9 +22,11 @@ import time
 from pathlib import Path
 
 from autosched.codegen import families  # noqa: F401  (register the built-in lowerings)
-from autosched.codegen.registry import lowering_for
+from autosched.families.registry import family_of
 from autosched.database import open_database
-from autosched.frontend import capture, model_graph, tasks
+from autosched.frontend import capture
+from autosched.pipeline import model_graph
+from autosched.ir import tasks
 from autosched.measure import LocalRunner, MeasureInput, Runner
 from autosched.measure.record import Measurement
 from autosched.search import TaskTuner
@@ -46,7 +48,7 @@ QUICK = {"gemv:m=1,n=256,k=256:fp16", "gemv:m=1,n=4096,k=256:fp16",
 def valid_points(w: Workload, hw: Hardware, limit: int) -> list[dict] | None:
     """Every valid point of ``w``'s space, or None when there are more than ``limit``."""
     out = []
-    for p in lowering_for(w).space(w, hw).enumerate():
+    for p in family_of(w).space(w, hw).enumerate():
         out.append(p)
         if len(out) > limit:
             return None
@@ -58,7 +60,7 @@ def exhaustive(w: Workload, hw: Hardware, runner: Runner, points: list[dict],
     """Every point of ``points`` measured (in parallel), by schedule key. Measurements are
     kept in ``cache/exhaustive.db`` (shared with the search benchmark), so only points it
     lacks for this simulator version are simulated."""
-    space = lowering_for(w).space(w, hw)
+    space = family_of(w).space(w, hw)
     cache.mkdir(parents=True, exist_ok=True)
     (cache / ".gitignore").write_text("*\n")
     db = open_database(cache / "exhaustive.db")

@@ -15,8 +15,8 @@ import time
 
 import numpy as np
 
-from autosched.codegen import build, lowering_for
-from autosched.codegen.families.gemv import gemv_bound_terms
+from autosched.families import build, family_of
+from autosched.families.gemv import gemv_bound_terms
 from search_spaces import Workload
 from sim.hwio import load_hardware
 from sim.timing import simulate
@@ -26,7 +26,7 @@ SHAPES = [(4096, 4096), (4096, 11008), (11008, 4096)]
 
 def sweep(w: Workload, hw, sample: int) -> tuple[float, dict, int]:
     """(best latency, best point, points simulated)."""
-    space = lowering_for(w).space(w, hw)
+    space = family_of(w).space(w, hw)
     if sample:
         pts = space.sample(np.random.default_rng(0), sample)
     else:
@@ -51,7 +51,7 @@ def main() -> None:
         hw = load_hardware(name)
         for n, k in SHAPES:
             w = Workload.make("gemv", m=1, n=n, k=k)
-            low = lowering_for(w)
+            low = family_of(w)
             dflt = simulate(build(w, None, hw).program, hw).latency_ns
             t0 = time.perf_counter()
             best, arg, npts = sweep(w, hw, args.sample)

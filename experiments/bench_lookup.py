@@ -19,7 +19,7 @@ import statistics
 import time
 from pathlib import Path
 
-from autosched.codegen.registry import lowering_for
+from autosched.families.registry import family_of
 from autosched.database import Database, RecordKey, SqlDatabase
 from autosched.lookup import lookup
 from autosched.measure.record import Measurement
@@ -52,7 +52,7 @@ def fill(db: Database, n_workloads: int, per: int, rng: random.Random) -> None:
     for every one of 100,000 shapes would take longer than the benchmark)."""
     batch: list[Measurement] = []
     defaults: dict[tuple[int, int], dict] = {}
-    low = lowering_for(Workload.make("gemv", m=1, n=64, k=64))
+    low = family_of(Workload.make("gemv", m=1, n=64, k=64))
     space = low.space(Workload.make("gemv", m=1, n=64, k=64), HW)  # one name and version
     for n, k in shapes(n_workloads, rng):
         w = Workload.make("gemv", m=1, n=n, k=k)
@@ -82,7 +82,7 @@ def timed(fn, items) -> tuple[float, float]:
 
 
 def _key(w: Workload) -> tuple[RecordKey, object]:
-    space = lowering_for(w).space(w, HW)
+    space = family_of(w).space(w, HW)
     return RecordKey(w, HW.fingerprint, space.name, space.version, SIM_VERSION), space
 
 

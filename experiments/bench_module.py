@@ -20,7 +20,7 @@ from pathlib import Path
 import torch
 import transformers
 
-from autosched.compiler import simulate_model
+from autosched.api import simulate_model
 from autosched.frontend import get_model_config
 from autosched.frontend.hf_config import to_hf
 from autosched.frontend.module import module_class

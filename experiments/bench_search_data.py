@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from autosched.codegen.registry import build, lowering_for
+from autosched.families.registry import build, family_of
 from autosched.database import open_database
 from autosched.measure import MeasureInput, measure_one
 from autosched.measure.record import Measurement
@@ -75,7 +75,8 @@ class CaseData:
 def bench_cases(models: Sequence[str], presets: Sequence[str], roles: Sequence[str]
                 ) -> list[Case]:
     """square: the first GEMV with n == k; down: the GEMV with the largest k; attention."""
-    from autosched.frontend import capture, tasks
+    from autosched.frontend import capture
+    from autosched.ir import tasks
 
     out = []
     for model in models:
@@ -99,7 +100,7 @@ def _exhaust(job: tuple[dict, dict, list[dict], list[bool]]
     first ``TIMED`` of the chunk, for the timing; otherwise its record and time are None."""
     wd, hwd, points, known = job
     w, hw = Workload.from_dict(wd), load_hardware(hwd)
-    space = lowering_for(w).space(w, hw)
+    space = family_of(w).space(w, hw)
     out = []
     for i, (p, have) in enumerate(zip(points, known, strict=True)):
         sched = Schedule.of(space, p)
@@ -124,7 +125,7 @@ def case_data(case: Case, pool: ProcessPoolExecutor | None, workers: int, cache:
     but not simulated again, except a few per chunk to time a simulation); later calls
     read the cache (``pool`` may then be None)."""
     w, hw = case.workload, load_hardware(case.preset)
-    low = lowering_for(w)
+    low = family_of(w)
     space = low.space(w, hw)
     cache.mkdir(parents=True, exist_ok=True)
     (cache / ".gitignore").write_text("*\n")

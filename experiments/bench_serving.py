@@ -23,8 +23,7 @@ import math
 from pathlib import Path
 
 from autosched.cli.models_cmd import parameter_count
-from autosched.compiler import simulate_model
-from autosched.compiler.system_figures import simulate_system_model
+from autosched.api import simulate_model
 from autosched.frontend import get_model_config
 from sim.errors import AutoschedError
 from sim.system import load_system
@@ -51,15 +50,10 @@ def cases(batches: list[int], contexts: list[int], prompts: list[int]):
 def _one(model: str, hw, phase: str, batch: int, ctx: int, plan: str, db) -> dict:
     """The step under one placement plan: figures, or why it does not fit."""
     try:
-        if hw.devices == 1:
-            f = simulate_model(model, hw.device, db=db, phase=phase, batch=batch, context=ctx,
-                               placement=plan, baseline=False, ops=False)
-            extra = {}
-        else:
-            f, _ = simulate_system_model(model, hw, db=db, phase=phase, batch=batch,
-                                         context=ctx, placement=plan)
-            extra = {"partition": f"{f.partition['tp']}x{f.partition['pp']}",
-                     "comm_share": f.comm_share}
+        f = simulate_model(model, hw, db=db, phase=phase, batch=batch, context=ctx,
+                           placement=plan, baseline=False, ops=False)
+        extra = {} if f.devices == 1 else {
+            "partition": f"{f.partition['tp']}x{f.partition['pp']}", "comm_share": f.comm_share}
     except AutoschedError as e:
         return {"fits": False, "why": str(e)}
     return {"fits": True, "latency_ns": f.latency_ns, "bound_ns": f.bound_ns,

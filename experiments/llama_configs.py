@@ -124,7 +124,7 @@ def check(hf: dict[str, Any], hw: str, *, steps: int = 8, seed: int = 0,
           fusion: dict | None = None) -> Outcome:
     """Compile, simulate and run ``hf`` on ``hw`` (see the module docstring); ``fusion``:
     a fusion plan for both (None: unfused)."""
-    from autosched.compiler import run_check, simulate_model
+    from autosched.api import run_check, simulate_model
     from autosched.frontend import ModelConfig, ModelError
 
     try:

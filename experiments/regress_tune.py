@@ -31,9 +31,10 @@ from collections import defaultdict
 from collections.abc import Iterable
 from pathlib import Path
 
-from autosched.codegen import lowering_for
+from autosched.families import family_of
 from autosched.database import Database, open_database
-from autosched.frontend import model_graph, tasks
+from autosched.pipeline import model_graph
+from autosched.ir import tasks
 from autosched.measure import MeasureInput, measure_one
 from autosched.regress import ModelCase, TunedExport, export_from_db, get_suite, resolve_model
 from autosched.regress.files import commit_of
@@ -64,7 +65,7 @@ def measure_named(db: Database, workloads: Iterable[Workload], hw: Hardware) -> 
     returns how many were measured."""
     todo = []
     for w in workloads:
-        low = lowering_for(w)
+        low = family_of(w)
         space = low.space(w, hw)
         for point in low.named_points(w, hw).values():
             s = Schedule.of(space, point)
@@ -86,7 +87,7 @@ def carry_over(db: Database, export: TunedExport, workloads: Iterable[Workload],
         e = entries.get(w.key)
         if e is None:
             continue
-        space = lowering_for(w).space(w, hw)
+        space = family_of(w).space(w, hw)
         if e.schedule.space != space.name or space.validate(e.schedule.point):
             continue
         s = Schedule.of(space, e.schedule.point)

@@ -55,7 +55,8 @@ def hardware_set() -> dict[str, dict]:
 
 def workloads(quick: bool) -> list[Workload]:
     """Unique workloads of the models' decode steps plus the odd shapes."""
-    from autosched.frontend import capture, tasks
+    from autosched.frontend import capture
+    from autosched.ir import tasks
 
     seen: dict[str, Workload] = {w.key: w for w in ODD}
     for model in MODELS[:1] if quick else MODELS:
@@ -67,9 +68,9 @@ def workloads(quick: bool) -> list[Workload]:
 
 def _sample(w: Workload, hw, n: int, rng: np.random.Generator):
     """(space, [(point, program)]) of ``n`` points sampled from the family's space."""
-    from autosched.codegen import lowering_for
+    from autosched.families import family_of
 
-    low = lowering_for(w)
+    low = family_of(w)
     space = low.space(w, hw)
     points = space.sample(rng, n)
     return space, [(p, low.lower(w, p, hw).program) for p in points]

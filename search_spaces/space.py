@@ -41,12 +41,16 @@ def _describe(d: Domain) -> str:
 
 @dataclass(frozen=True)
 class Space:
-    """A named, versioned space; bump ``version`` whenever the meaning of a point changes."""
+    """A named, versioned space; bump ``version`` whenever the meaning of a point changes.
+    ``macs``: the multiply-accumulates its workload's arithmetic needs, whatever the point
+    (0 for families without them), which the cost model compares with the work a point's
+    program issues."""
 
     name: str
     version: int
     params: tuple[Param, ...]
     constraints: tuple[Constraint | Rule, ...] = ()
+    macs: float = 0.0
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "params", tuple(self.params))

@@ -1,43 +1,52 @@
 """The workload: one operator instance, by family and named shape, independent of hardware.
 
-Families and their dimensions (all positive ints):
-
-=============  ==========================================================
-``gemv``       m (rows of the activation: batch x tokens, small), n (out), k (in)
-``gemm``       m (large), n, k
-``attention``  b (batch), q (query tokens), h (query heads), kvh (KV heads),
-               d (head dim), l (context length incl. the new tokens)
-``rmsnorm``    m, n
-``layernorm``  m, n (weight and bias)
-``rope``       m, h (heads rotated), d
-``elementwise`` m, n; attr ``fn``: add | mul | silu | silu_mul
-``embedding``  m, n (hidden), v (vocab)
-``argmax``     m, n
-``host``       m, n (an op of the model no family covers, run on the host); attrs ``fn``,
-               ``ins`` and ``params`` (shapes read), ``flops``
-=============  ==========================================================
+Each family's space folder (``search_spaces/<folder>/``) declares the workload ops it
+defines and their dimensions in ``DIMS`` (op -> dim names, all positive ints), beside
+their meaning; :data:`FAMILIES` gathers every folder's on first use, so a new family is
+its folder. The attribute ``fn``, ``epilogue`` and the like are the family's own.
 """
 
 from __future__ import annotations
 
 import hashlib
+import importlib
 import json
+import pkgutil
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 __all__ = ["FAMILIES", "Workload"]
 
-FAMILIES: dict[str, tuple[str, ...]] = {
-    "gemv": ("m", "n", "k"),
-    "gemm": ("m", "n", "k"),
-    "attention": ("b", "q", "h", "kvh", "d", "l"),
-    "rmsnorm": ("m", "n"),
-    "layernorm": ("m", "n"),
-    "rope": ("m", "h", "d"),
-    "elementwise": ("m", "n"),
-    "embedding": ("m", "n", "v"),
-    "argmax": ("m", "n"),
-    "host": ("m", "n"),
-}
+class _Dims(Mapping[str, tuple[str, ...]]):
+    """op -> its dims, read from every space folder's ``DIMS`` the first time it is asked."""
+
+    def __init__(self) -> None:
+        self._dims: dict[str, tuple[str, ...]] | None = None
+
+    def _load(self) -> dict[str, tuple[str, ...]]:
+        if self._dims is None:
+            import search_spaces
+
+            dims: dict[str, tuple[str, ...]] = {}
+            for info in sorted(pkgutil.iter_modules(search_spaces.__path__),
+                               key=lambda i: i.name):
+                if info.ispkg:
+                    mod = importlib.import_module(f"search_spaces.{info.name}")
+                    dims.update(getattr(mod, "DIMS", {}))
+            self._dims = dims
+        return self._dims
+
+    def __getitem__(self, op: str) -> tuple[str, ...]:
+        return self._load()[op]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._load())
+
+    def __len__(self) -> int:
+        return len(self._load())
+
+
+FAMILIES: Mapping[str, tuple[str, ...]] = _Dims()
 
 
 @dataclass(frozen=True)

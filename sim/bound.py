@@ -12,9 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .hardware import DTYPE_BYTES, Hardware
+from .hardware import DTYPE_BYTES, Hardware, require_hardware
 from .host_ops import cost
-from .hwio import load_hardware
 from .isa import Act, Ew, HostOp, Mac, RdAcc, RdBank, WrAcc, WrBank, WrGb
 from .program import Program, Stream, walk
 
@@ -119,9 +118,9 @@ def _stream_resources(s: Stream, hw: Hardware, dtypes: dict[str, str]) -> dict[s
     return work.resources()
 
 
-def bound(program: Program, hw: Hardware | str) -> Bound:
+def bound(program: Program, hw: Hardware) -> Bound:
     """The analytical lower bound of ``program`` on ``hw``."""
-    hw = load_hardware(hw)
+    hw = require_hardware(hw, "bound")
     dtypes = {b.name: b.dtype for b in program.buffers}
     res: dict[str, float] = {}
     for s in program.streams:

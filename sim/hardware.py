@@ -27,6 +27,8 @@ __all__ = [
     "System",
     "TOPOLOGIES",
     "Timing",
+    "as_system",
+    "require_hardware",
 ]
 
 DTYPE_BYTES = {"fp16": 2, "bf16": 2, "fp32": 4}
@@ -298,3 +300,22 @@ class System:
             return self.device.fingerprint
         return _digest({"device": self.device.fingerprint, "devices": self.devices,
                         "link": asdict(self.link) if self.link else None})
+
+
+def require_hardware(hw: object, who: str) -> Hardware:
+    """``hw`` itself when it is a :class:`Hardware`; anything else is refused, naming
+    ``who`` (names and files are resolved once, by ``sim.hwio.load_hardware``)."""
+    if not isinstance(hw, Hardware):
+        from .errors import HardwareError
+
+        raise HardwareError(f"{who} takes a Hardware, got {type(hw).__name__} {hw!r:.60}: "
+                            "resolve a preset or file with sim.hwio.load_hardware first")
+    return hw
+
+
+def as_system(hw: object, who: str) -> System:
+    """``hw`` as a :class:`System`: a System, or a Hardware as the system of one device."""
+    if isinstance(hw, System):
+        return hw
+    d = require_hardware(hw, who)
+    return System(d.name, d.description, d, 1, None)

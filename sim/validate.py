@@ -14,9 +14,8 @@ import weakref
 from typing import NoReturn
 
 from .errors import ProgramError
-from .hardware import DTYPE_BYTES, Hardware
+from .hardware import DTYPE_BYTES, Hardware, require_hardware
 from .host_ops import arity
-from .hwio import load_hardware
 from .isa import (
     MAC_MODES,
     Act,
@@ -305,7 +304,7 @@ def validate(program: Program, hw: Hardware | str) -> None:
 
     ``hw`` is a Hardware or anything :func:`sim.hwio.load_hardware` accepts.
     """
-    hw = load_hardware(hw)
+    hw = require_hardware(hw, "validate")
     key = (id(program), hw.fingerprint)
     if _VALID.get(key) is program:
         return

@@ -16,7 +16,8 @@ from typing import Any
 
 import torch
 
-from sim.hwio import load_hardware
+from autosched.database import open_database
+from sim.system import load_system
 
 from .report import CallRecord, GraphReport, clear_reports, reports
 
@@ -32,20 +33,22 @@ def autosched_backend(gm: torch.fx.GraphModule, example_inputs: list,
 
     from .graph import trace
     from .report import new_report
-    from .runtime import CompiledStep
+    from .runtime import CompiledGraph
 
     options = dict(options or {})
     unknown = sorted(set(options) - set(_OPTIONS))
     if unknown:
         raise ModelError(f"unknown autosched backend option(s) {', '.join(unknown)}; "
                          f"use {', '.join(_OPTIONS)}")
-    hw = load_hardware(options.get("hw", "hbm-pim"))
-    report = new_report(f"graph{len(reports())}", hw.name)
+    system = load_system(options.get("hw", "hbm-pim"))
+    db = options.get("db")
+    database = open_database(db) if db is not None and not hasattr(db, "best") else db
+    report = new_report(f"graph{len(reports())}", system.name)
     try:
         sg = trace(gm, example_inputs)
     except ModelError as e:
         report.eager = str(e)
         return gm.forward
     report.operators = len(sg.nodes)
-    report.host_ops = tuple(sorted({m.extra["op"] for m in sg.matches if m.family == "host"}))
-    return CompiledStep(sg, gm.forward, hw, options.get("db"), report)
+    report.host_ops = tuple(sorted({m.extra["op"] for m in sg.matches if m.family == "extern"}))
+    return CompiledGraph(sg, gm.forward, system, database, report)

@@ -17,16 +17,16 @@ import torch
 
 from autosched.frontend.aten import AtenGraph, Placeholder
 from autosched.frontend.config import ModelError
-from autosched.frontend.graph import OpNode
 from autosched.frontend.lower import find_matches
 from autosched.frontend.patterns import Match
 from autosched.frontend.roles import to_nodes
+from autosched.ir import OpNode
 
 __all__ = ["StepGraph", "trace"]
 
 Node = torch.fx.Node
 _DTYPES = {torch.float16: "fp16", torch.bfloat16: "bf16", torch.float32: "fp16"}
-_TOKEN_MAJOR = ("linear", "rmsnorm", "layernorm", "elementwise", "embedding", "host", "argmax")
+_TOKEN_MAJOR = ("linear", "rmsnorm", "layernorm", "elementwise", "embedding", "extern", "argmax")
 
 
 @dataclass

@@ -18,22 +18,24 @@ import dataclasses
 import numpy as np
 import torch
 
-from autosched.codegen.families.attention.cache import load_cache
-from autosched.compiler import compile_model
+from autosched.compiler import compile_step
+from autosched.database import Database
+from autosched.families.attention.cache import load_cache
 from autosched.frontend.aten import replay_aliases
 from autosched.frontend.checkpoint import Weights
 from autosched.frontend.config import ModelError
-from autosched.frontend.graph import OpGraph
 from autosched.fusion import output_width
+from autosched.ir import OpGraph
 from search_spaces import Workload
 from search_spaces.attention import capacity_of, plan_attention
-from sim.functional import DeviceMemory, execute
-from sim.timing import simulate
+from sim.functional import DeviceMemory, execute_system
+from sim.hardware import System
+from sim.timing import simulate_system
 
 from .graph import StepGraph
 from .report import CallRecord, GraphReport
 
-__all__ = ["CompiledStep"]
+__all__ = ["CompiledGraph"]
 
 
 class _CallWeights(Weights):
@@ -64,15 +66,16 @@ def _visible(mask: torch.Tensor) -> torch.Tensor:
     return mask > torch.finfo(mask.dtype).min / 2
 
 
-class CompiledStep:
+class CompiledGraph:
     """Callable replacing one Dynamo graph (see the module docstring)."""
 
-    def __init__(self, sg: StepGraph, eager: object, hw: object, db: object,
+    def __init__(self, sg: StepGraph, eager: object, system: System, db: Database | None,
                  report: GraphReport) -> None:
-        self.sg, self.eager, self.hw, self.db, self.report = sg, eager, hw, db, report
+        self.sg, self.eager, self.db, self.report = sg, eager, db, report
+        self.system, self.hw = system, system.device
         self.skip = set().union(*(m.nodes - m.extra.get("writes", set()) - {m.out}
                                   for m in sg.matches))
-        self.mem = DeviceMemory(hw)
+        self.mem = DeviceMemory(self.hw)
         self.schedules: dict | None = None
         self.placed = False
         self.loaded: dict[str, int] = {}
@@ -187,8 +190,9 @@ class CompiledStep:
             self.report.calls.append(CallRecord(self.sg.tokens, int(pos.max()) + 1,
                                                 float("nan"), why))
             return self.eager(*args)
-        cm = compile_model(None, self.hw, db=self.db if self.schedules is None else None,
-                           graph=graph, schedules=self.schedules, keep_outputs=True)
+        cs = compile_step(None, self.system, db=self.db if self.schedules is None else None,
+                          graph=graph, schedules=self.schedules, keep_outputs=True)
+        cm = cs.stages[0]
         if self.schedules is None:
             self.schedules = {k: c.schedule for k, c in cm.choices.items()}
             self.report.lookups = cm.lookup_counts()
@@ -197,13 +201,13 @@ class CompiledStep:
                   for m in self.sg.matches if m.family == "rope"}
         weights = _CallWeights(tensors, tables, self.sg.batch * self.sg.tokens)
         if not self.placed:
-            cm.place(self.mem, weights)
+            cs.place({0: self.mem}, weights)
             self.placed = True
         self._sync_cache(cm, env, pos)
-        out = execute(cm.program, self.hw, self.mem,
-                      cm.inputs(weights, env[self.sg.ids].numpy(), pos))
+        out = execute_system(cs.program, self.system, {0: self.mem},
+                             cs.inputs(weights, env[self.sg.ids].numpy(), pos))[0]
         self._values(cm, out, env)
-        lat = simulate(cm.program, self.hw).latency_ns
+        lat = simulate_system(cs.program, self.system).latency_ns
         self.report.calls.append(CallRecord(self.sg.tokens, int(pos.max()) + 1, lat, ""))
         result = next(n for n in self.sg.g.graph.nodes if n.op == "output").args[0]
         try:

@@ -4,9 +4,9 @@ All three read tuned schedules from ``--db``, by default the database ``tune`` w
 (``autosched.db``) when it exists, and say which schedule each operator used: exact
 (tuned for it), nearest (tuned for a similar shape) or default; ``--schedules library``
 builds the hand-kernel baseline instead (each family's shipped library kernel, its default
-where the library has none). A hardware file of several devices (``sim.system``) compiles
-the model partitioned over them (``--partition TPxPP``, or the searched best) and reports
-the communication share.
+where the library has none). ``--hw`` names a system (``sim.system``; a device is the
+system of one): the model is partitioned over its devices (``--partition TPxPP``, or the
+searched best; ``1x1`` on one device) and the communication share reported.
 """
 
 from __future__ import annotations
@@ -18,13 +18,7 @@ from ..defaults import DB_DEFAULT
 from .checks import output_file, positive, write_atomic
 from .lookup_cmd import open_existing
 from .output import kv_table, print_json, table
-from .systems import (
-    budget_rows,
-    compile_system_cmd,
-    resolve_partition,
-    simulate_system_cmd,
-    system_of,
-)
+from .steps import budget_rows, partition_arg, resolve_partition, resolve_step
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -105,7 +99,7 @@ def schedule_report(choices: dict, graph, source: str) -> list[str]:
             row[1].append(n.role)
     head = f"schedules from {source}: " + ", ".join(
         f"{counts[k]} {k}" for k in ("exact", "nearest", "library", "default", "given",
-                                        "baseline")
+                                        "fitted", "pim", "host")
         if k in counts)
     lines = [head]
     for wkey, (res, roles) in rows.items():
@@ -129,42 +123,54 @@ def _check_step(args: argparse.Namespace) -> None:
     positive(args.context, "--context")
 
 
+def _stage_lines(part, budgets: list[dict]) -> list[str]:
+    """Per stage: its layers, its devices and one device's memory plan."""
+    lines = []
+    for s, b in enumerate(budgets):
+        first, end = part.stages[s]
+        devs = part.devices_of(s)
+        lines.append(f"\n[stage {s}: layers {first}..{end - 1}, devices {devs[0]}..{devs[-1]}, "
+                     "per device]")
+        lines.append(kv_table(budget_rows(b)))
+    return lines
+
+
 def _compile(args: argparse.Namespace) -> int:
-    from autosched.compiler import compile_model
+    from autosched.compiler import compile_step
     from autosched.compiler.capacity import max_batch
+    from autosched.families import host_ops
 
     _check_step(args)
     out = output_file(args.out, "-o", force=True)  # a program file is rewritten (atomically)
     asm = output_file(args.asm, "--asm", force=True) if args.asm else None
     db, source, kw = schedule_source(args)
-    system = system_of(args.hw, args.partition)
-    if system is not None:
-        return compile_system_cmd(args, system, db, out, asm)
-    cm = compile_model(args.model, args.hw, db=db, phase=args.phase, batch=args.batch,
-                       context=args.context, placement=args.placement, **kw)
-    write_atomic(out, lambda p: p.write_text(cm.program.to_json()))
+    step, system = resolve_step(args)
+    part = resolve_partition(args.partition, step, system)
+    cs = compile_step(step, system, partition=part, db=db, placement=args.placement, **kw)
+    write_atomic(out, lambda p: p.write_text(cs.program.to_json()))
     if asm is not None:
-        write_atomic(asm, lambda p: p.write_text(cm.program.to_asm()))
-    print(f"{cm.cfg.name} {cm.graph.phase} on {cm.hw.name}: {len(cm.graph)} operators, "
-          f"{len(cm.program.streams)} streams, placement {cm.placement}")
-    print("\n".join(schedule_report(cm.choices, cm.graph, source)))
-    print(host_ops_line(cm.graph.host_ops()))
-    print(kv_table(budget_rows(cm.budget.to_dict()) + [
-        (f"max_batch at context {cm.graph.context}", max_batch(cm))]))
+        write_atomic(asm, lambda p: p.write_text(cs.program.to_asm()))
+    streams = sum(len(st.program.streams) for st in cs.stages)
+    print(f"{cs.name} {cs.graph.phase} on {system.name}: {part.describe()}, "
+          f"{len(cs.graph)} operators per device, {len(cs.program.groups)} device groups, "
+          f"{streams} streams, placement {cs.placement}")
+    print("\n".join(schedule_report(cs.choices, cs.graph, source)))
+    print(host_ops_line(host_ops(cs.graph)))
+    print("\n".join(_stage_lines(part, [st.budget.to_dict() for st in cs.stages])))
+    print(kv_table([(f"max_batch at context {cs.graph.context}",
+                     min(max_batch(st) for st in cs.stages))]))
     print(f"wrote {args.out}" + (f" and {args.asm}" if args.asm else ""))
     return 0
 
 
 def _simulate(args: argparse.Namespace) -> int:
-    from autosched.compiler import simulate_model
+    from autosched.compiler import simulate_step
 
     _check_step(args)
     db, source, kw = schedule_source(args)
-    system = system_of(args.hw, args.partition)
-    if system is not None:
-        return simulate_system_cmd(args, system, db, source)
-    f = simulate_model(args.model, args.hw, db=db, phase=args.phase, batch=args.batch,
-                       context=args.context, placement=args.placement, **kw)
+    step, system = resolve_step(args)
+    f = simulate_step(step, system, db=db, placement=args.placement,
+                      partition=partition_arg(args.partition, step, system), **kw)
     if args.json:
         print_json({**f.to_dict(), "schedules_from": source})
         return 0
@@ -174,40 +180,47 @@ def _simulate(args: argparse.Namespace) -> int:
     rows = [[o["role"], o["workload"], o["count"], o["latency_ns"], o["bound_ns"], o["lookup"]]
             for o in f.ops]
     print(table(["role", "workload", "count", "latency ns", "bound ns", "schedule"], rows))
+    if len(f.candidates) > 1:
+        top = [c for c in f.candidates if c["fits"]][:5]
+        print()
+        print(table(["tp", "pp", "devices", "estimate us", "GB per device"],
+                    [[c["tp"], c["pp"], c["tp"] * c["pp"], c["estimate_ns"] / 1e3,
+                      c["bytes_per_device"] / 1e9] for c in top]))
     print()
+    p = f.partition
     print(kv_table([
         ("model", f"{f.model} {f.phase} batch {f.batch} context {f.context} on {f.hardware}"),
+        ("partition", f"tp={p['tp']} pp={p['pp']} ({p['tp'] * p['pp']} devices), stages "
+                      + " ".join(f"{a}..{b - 1}" for a, b in p["stages"])),
         ("placement", f.placement),
         ("latency_ns", f.latency_ns), ("bound_ns", f.bound_ns),
         ("latency / bound", f.latency_ns / f.bound_ns), ("baseline_ns", f.baseline_ns),
         ("speedup vs baseline", f.baseline_ns / f.latency_ns),
+        ("communication", f"{f.comm_ns:,.0f} ns in flight, {100 * f.comm_share:.1f} % of "
+                          f"the step; {f.link_bytes / 1e6:.2f} MB over the links"),
         ("tokens_per_s", f.tokens_per_s), ("energy_per_token_pj", f.energy_per_token_pj),
-        *budget_rows(f.budget), (f"max_batch at context {f.context}", f.max_batch),
-        ("sim_wall_s", f.sim_wall_s),
+        (f"max_batch at context {f.context}", f.max_batch), ("sim_wall_s", f.sim_wall_s),
     ]))
+    from autosched.compiler import Partition
+
+    part = Partition(p["tp"], tuple(tuple(s) for s in p["stages"]))
+    print("\n".join(_stage_lines(part, list(f.budgets))))
     return 0
 
 
 def _run(args: argparse.Namespace) -> int:
+    from autosched.compiler import compile_step, run_check
+
     positive(args.steps, "--steps")
     db, source, kw = schedule_source(args)
-    system = system_of(args.hw, args.partition)
-    if system is not None:
-        from autosched.compiler.system_run import run_check_system
-
-        part = resolve_partition(args.partition, args.model, system, phase="decode", batch=1,
-                                 context=args.steps)
-        rep = run_check_system(args.model, system, part, steps=args.steps, db=db,
-                               seed=args.seed)
-        lines = [f"schedules from {source}", f"  {part.describe()} on {system.name}"]
-    else:
-        from autosched.compiler import compile_model, run_check
-
-        # the same first compile run_check makes (its kernels are cached): which schedules
-        first = compile_model(args.model, args.hw, db=db, context=args.steps,
-                              capacity=args.steps, **kw)
-        rep = run_check(args.model, args.hw, steps=args.steps, db=db, seed=args.seed, **kw)
-        lines = schedule_report(first.choices, first.graph, source)
+    step, system = resolve_step(args, phase="decode", batch=1, context=args.steps)
+    part = resolve_partition(args.partition, step, system)
+    # the same first compile run_check makes (its kernels are cached): which schedules
+    first = compile_step(step, system, partition=part, db=db, **kw)
+    rep = run_check(args.model, system, partition=part, steps=args.steps, db=db,
+                    seed=args.seed, **kw)
+    lines = schedule_report(first.choices, first.graph, source)
+    lines.append(f"  {part.describe()} on {system.name}")
     if args.json:
         print_json({**rep.to_dict(), "schedules_from": source, "schedules": lines[1:]})
     else:

@@ -1,7 +1,6 @@
-"""Code generation: per-family lowerings, their registry, the linker."""
+"""Code generation shared by every family: program rewriting, the linker and the memory
+plan (the families themselves live in :mod:`autosched.families`)."""
 
 from .link import Fragment, Linked, link
-from .lowering import Lowering
-from .registry import LOWERINGS, build, lowering_for
 
-__all__ = ["LOWERINGS", "Fragment", "Linked", "Lowering", "build", "link", "lowering_for"]
+__all__ = ["Fragment", "Linked", "link"]

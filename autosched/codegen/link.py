@@ -37,7 +37,7 @@ from sim.isa import BufRef, HostOp, Send, Signal, Wait, WrBank, WrGb, aff
 from sim.kernels import Kernel
 from sim.program import Buffer, Loop, Node, Program, Stream, walk
 
-from .memplan import Budget, Live, nbytes, pack, row_index_bytes
+from .memplan import Live, MemoryPlan, nbytes, pack, row_index_bytes
 from .rewrite import Rewrite, max_row, rewrite_body
 
 __all__ = ["PREFETCH", "Fragment", "Linked", "link"]
@@ -66,7 +66,7 @@ class Linked:
     program: Program
     rows: dict[str, tuple[int, int]]  # tag -> (row base, rows)
     fragments: tuple[Fragment, ...]
-    budget: Budget
+    budget: MemoryPlan
     _by_tag: dict[str, Fragment] = field(default_factory=dict)
 
     def bind(self, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -201,7 +201,7 @@ def link(fragments: Sequence[Fragment], hw: Hardware, name: str = "model", *,
     program = _emit(frags, groups, mapping, decls, name, rows)
     ri = row_index_bytes(hw)
     weights = sum(fr.rows for fr in frags if fr.rows and not fr.kv)
-    budget = Budget(
+    budget = MemoryPlan(
         capacity=hw.org.rows_per_bank * ri, row_index=ri, weights=weights * ri,
         weights_data=0, kv=(top - weights) * ri,
         constants=sum(nbytes(b.dtype, b.size) for b in buffers.values() if b.name in constants),

@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass
 from sim.errors import CapacityError
 from sim.hardware import DTYPE_BYTES, Hardware
 
-__all__ = ["Budget", "Live", "pack", "row_index_bytes"]
+__all__ = ["MemoryPlan", "Live", "pack", "row_index_bytes"]
 
 
 def row_index_bytes(hw: Hardware) -> int:
@@ -64,7 +64,7 @@ def pack(buffers: Iterable[Live], align: int = 64) -> tuple[dict[str, int], int]
 
 
 @dataclass(frozen=True)
-class Budget:
+class MemoryPlan:
     """One device's memory, in bytes (each region rounded up to whole row indices).
 
     ``weights``: rows of the resident weight layouts (``weights_data`` of them hold weight

@@ -1,13 +1,24 @@
-"""The whole-model compiler: one program per model step, its figures, its numerical check."""
+"""The whole-step compiler: one system program per model step (a device is the system of
+one), its figures, the search over partitions and placements, its numerical check."""
 
-from .compile import CompiledModel, compile_model, library_choice, plan_key
-from .figures import ModelFigures, choose_plan, plain_memory_ns, simulate_model
+from .builder import library_choice
+from .choose import (
+    best_partition,
+    choose_partition,
+    parse_partition,
+    partition_bound,
+)
+from .compile import CompiledStep, compile_step, partition_graph, pin_graph
+from .figures import StepFigures, choose_plan, plain_memory_ns, simulate_step
+from .partition import Partition
 from .placement import PLANS, side_schedule
 from .run import RunReport, run_check, tolerance
+from .stage import CompiledStage
 
 __all__ = [
-    "CompiledModel", "ModelFigures", "PLANS", "RunReport", "choose_plan", "compile_model",
-    "library_choice", "plain_memory_ns", "plan_key", "run_check", "side_schedule",
-    "simulate_model",
-    "tolerance",
+    "PLANS", "CompiledStage", "CompiledStep", "Partition", "RunReport", "StepFigures",
+    "best_partition", "choose_partition", "choose_plan", "compile_step", "library_choice",
+    "parse_partition", "partition_bound", "partition_graph", "pin_graph", "plain_memory_ns",
+    "run_check",
+    "side_schedule", "simulate_step", "tolerance",
 ]

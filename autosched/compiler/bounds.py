@@ -18,44 +18,19 @@ the largest of these; no program the compiler emits, overlapped or not, beats it
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
 
-from autosched.codegen.families.attention import attention_bound_terms
-from autosched.codegen.families.gemv import gemv_bound_terms
-from autosched.codegen.registry import lowering_for
+from autosched.families import Option, family_of
 from search_spaces import Workload
 from sim.hardware import Hardware
 
 __all__ = ["Option", "node_options", "resource_bound", "step_bound"]
 
 
-@dataclass(frozen=True)
-class Option:
-    """Best-case ns of one placement of a node on each resource."""
-
-    dev: float
-    host: float
-    chain: float
-
-
 @functools.lru_cache(maxsize=4096)
 def node_options(w: Workload, hw: Hardware) -> tuple[Option, ...]:
-    """The placements of ``w`` as :class:`Option` s (remembered: a pure function)."""
-    if w.op in ("gemv", "gemm"):
-        t = gemv_bound_terms(w, hw)
-        dev = max(t["pim_columns"], t["pim_banks"], t["pim_bus"])
-        pim_host = t["pim"] - dev
-        host_host = t["host"] - t["host_weights"]
-        return (Option(dev, pim_host, t["pim"]),
-                Option(t["host_weights"], host_host, host_host))
-    if w.op == "attention":
-        t = attention_bound_terms(w, hw)
-        soft = t["softmax"]
-        return (Option(2 * t["pim"], soft, 2 * t["pim"] + soft), Option(2 * t["bus"], soft, soft))
-    b = lowering_for(w).bound(w, hw)
-    if w.op == "elementwise":  # may run in the banks: its resource use is not split out
-        return (Option(0.0, b, b), Option(0.0, 0.0, b))
-    return (Option(0.0, b, b),)
+    """The placements of ``w`` as :class:`Option` s, from its family (remembered: a pure
+    function)."""
+    return family_of(w).options(w, hw)
 
 
 def resource_bound(items: list[tuple[int, tuple[Option, ...]]]) -> float:

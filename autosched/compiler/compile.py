@@ -1,372 +1,336 @@
-"""Whole-model compilation: graph -> a schedule per node -> kernels -> one linked program.
+"""Whole-step compilation: one model step, a system and a partition -> one system program.
 
-Every node's output lives in a global host buffer named after the node. At one row
-(decode, batch 1) producers that feed a concatenation write straight into windows of a
-shared buffer and consumers read windows of their producer; with several rows, host
-glue kernels copy instead. Schedules come from the database (exact, nearest, default:
-``autosched.lookup``), from an explicit per-node mapping, from the shipped library
-kernels (``schedules="library"``: each family's ``library`` point, its default where the
-library has no kernel), or, for the plain-memory baseline, from forcing every family's
-host placement. Multi-row GEMVs are pinned to their weights' resident layout
-(``resident``), so every step reads the weights where they are. The linker plans the
-device's memory; when it overflows, denser KV-cache layouts (``kvfit``) and then denser
-GEMV layouts (``weightfit``) are chosen, and a step that still does not fit raises
-:class:`~sim.errors.CapacityError` with the budget.
+A single device is the system of one under the partition ``1x1``; nothing here tells the
+two apart. The step's graph is captured once for the whole model (fused by the plan) and
+rewritten into one tensor-parallel device's share (:func:`~.partition.shard_graph`).
+Each pipeline stage is then built from its nodes: a schedule per node from the database
+(exact, nearest, default: :mod:`autosched.lookup`), an explicit per-node mapping, the
+shipped library kernels (``schedules="library"``) or a placement plan forcing one side;
+kernels are lowered by their families and linked into the stage's program, whose memory
+plan is checked against a device. Every node's output lives in a global host buffer
+named after the node; at one row, producers that feed a concatenation write straight
+into windows of a shared buffer (:mod:`.builder`). When a stage's memory plan
+overflows, each family makes its part denser (the KV cache, then the weights, then the
+cache again: ``Family.fit_memory``); a step of several rows that still does not fit
+reads the weights in the layouts its one-row decode step was fitted to. Multi-row GEMVs
+read their weights where one-row steps keep them (``Family.pin``).
+
+Between devices (:mod:`.builder`): an all-reduce after each reduced projection, an
+all-gather of the logits, and a send of every buffer a later stage reads.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
-from functools import lru_cache
-from pathlib import Path
+import dataclasses
+from dataclasses import dataclass
 
 import numpy as np
 
-from autosched.codegen import Fragment, Linked, link
-from autosched.codegen.registry import build, lowering_for, space_of
-from autosched.database import Database, open_database
-from autosched.frontend import (
-    ModelConfig,
-    OpGraph,
-    OpNode,
-    get_model_config,
-    model_graph,
-)
-from autosched.frontend.checkpoint import Weights
-from autosched.fusion import TOKEN_IDS, FusedView, operands, output_width
-from autosched.lookup import LookupResult, lookup
-from search_spaces import Schedule, Workload
+from autosched.database import Database
+from autosched.families import families, family_of
+from autosched.ir import OpGraph, PlanKey, PlanKind, Step
+from autosched.lookup import LookupResult
+from search_spaces import Schedule
+from search_spaces.fusion import fusion_space, upgrade_plan
 from sim.errors import AutoschedError, CapacityError, InternalError, ProgramError
-from sim.hardware import Hardware
-from sim.hwio import load_hardware
+from sim.functional import DeviceMemory, execute_system
+from sim.hardware import Hardware, System
+from sim.isa import Wait
 from sim.kernels import Kernel
-from sim.validate import validate
+from sim.program import Program
+from sim.sysprog import Group, SystemProgram, validate_system
 
-from .glue import gather
-from .kvfit import compact_schedule
-from .placement import PIM_FAMILIES, PLANS, faster_default, placement_key, side_schedule
-from .resident import pin_graph
-from .weightfit import dense_schedules, repin
-from .weights import node_constants, node_weights
+from .builder import Builder, link_stage
+from .partition import Partition, shard_graph, shard_tensors, stage_of
+from .placement import PLANS
+from .stage import CompiledStage
 
-__all__ = ["CompiledModel", "compile_model", "library_choice", "plan_key"]
+__all__ = ["FIT_ORDER", "TP_UNFUSED", "CompiledStep", "compile_step", "partition_graph",
+           "pin_graph"]
+
+# what tensor parallelism cannot fuse: residuals into the all-reduced projections, the
+# argmax into an LM head holding a slice of the vocabulary
+TP_UNFUSED = {"residual_epilogue": False, "argmax_epilogue": False}
+# the memory a stage makes denser, in turn, while its plan overflows (Family.memory_kind)
+FIT_ORDER = ("cache", "weights", "cache")
 
 
 @dataclass
-class CompiledModel:
-    """The linked program of one model step and how to feed it."""
+class CompiledStep:
+    """The system program of one step and how to feed it, device by device."""
 
-    cfg: ModelConfig | None
-    graph: OpGraph
-    hw: Hardware
-    linked: Linked
-    choices: dict[str, LookupResult]
-    kernels: dict[str, Kernel]
-    logits: str
-    token: str
+    step: Step | None
+    system: System
+    partition: Partition
+    graph: OpGraph  # one tensor-parallel device's share, every layer
+    stages: list[CompiledStage]
+    program: SystemProgram
     placement: str = "auto"
-    rows: int = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.rows = self.graph.batch * self.graph.tokens
 
     @property
-    def program(self):
-        return self.linked.program
+    def hw(self) -> Hardware:
+        return self.system.device
+
+    @property
+    def name(self) -> str:
+        return self.step.name if self.step is not None else self.graph.model
+
+    @property
+    def cfg(self):
+        """The model's config (None for a graph compiled without one)."""
+        return self.step.model if self.step is not None else None
+
+    @property
+    def logits(self) -> str:
+        return self.stages[-1].logits
+
+    @property
+    def token(self) -> str:
+        return self.stages[-1].token
+
+    @property
+    def last_device(self) -> int:
+        return self.partition.devices_of(self.partition.pp - 1)[0]
+
+    @property
+    def choices(self) -> dict[str, LookupResult]:
+        """Every node's schedule and where it came from, over every stage."""
+        return {k: v for st in self.stages for k, v in st.choices.items()}
+
+    @property
+    def kernels(self) -> dict[str, Kernel]:
+        return {k: v for st in self.stages for k, v in st.kernels.items()}
 
     @property
     def budget(self):
-        """The device's memory plan (:class:`~autosched.codegen.memplan.Budget`)."""
-        return self.linked.budget
-
-    def place(self, mem: object, weights: Weights) -> None:
-        """Write every node's weights into the banks of ``mem``."""
-        self.linked.place(mem, {n.name: node_weights(weights, n) for n in self.graph})
-
-    def inputs(self, weights: Weights, ids: np.ndarray, positions: np.ndarray) -> dict:
-        """Host inputs of one step: token ``ids`` [batch, tokens] at ``positions`` [tokens]."""
-        pos = np.tile(np.asarray(positions), self.graph.batch)
-        out = {"ids": np.asarray(ids, dtype=np.float32).reshape(-1)}
-        for n in self.graph:
-            for name, value in node_constants(weights, n, pos).items():
-                out[f"{n.name}.{name}"] = value
-        return self.linked.bind(out)
+        """The memory plan of the stage with the least free memory (per device)."""
+        return min((st.budget for st in self.stages), key=lambda b: b.free)
 
     def lookup_counts(self) -> dict[str, int]:
         counts: dict[str, int] = {}
         for r in self.choices.values():
-            counts[r.kind] = counts.get(r.kind, 0) + 1
+            counts[str(r.kind)] = counts.get(str(r.kind), 0) + 1
         return counts
 
+    def place(self, mems: dict[int, object], weights: object) -> None:
+        """Write each device's share of every weight into its memory ``mems[device]``."""
+        tp = self.partition.tp
+        for s, st in enumerate(self.stages):
+            nodes = [n for n in st.graph if n.name in st.choices]
+            for r, d in enumerate(self.partition.devices_of(s)):
+                st.linked.place(mems[d], {n.name: shard_tensors(
+                    self.step, n, family_of(n.workload).weights(weights, n), tp, r)
+                    for n in nodes})
 
-def library_choice(workload: Workload, hw: Hardware) -> LookupResult:
-    """The shipped library kernel's point (kind ``library``) where the library has a kernel
-    for ``workload``, else the family's default (kind ``default``)."""
-    low = lowering_for(workload)
-    space = space_of(workload, hw)
-    lib = low.library(workload, hw)
-    if lib is None:
-        return LookupResult("default", workload, Schedule.of(space, low.default(workload, hw)))
-    return LookupResult("library", workload, Schedule.of(space, lib))
+    def memories(self) -> dict[int, DeviceMemory]:
+        """A fresh simulated memory for every device the partition uses."""
+        return {d: DeviceMemory(self.hw) for d in range(self.partition.devices)}
 
+    def execute(self, mems: dict[int, DeviceMemory], weights: object, ids: np.ndarray,
+                positions: np.ndarray) -> dict[int, dict[str, np.ndarray]]:
+        """Run the program on ``mems`` (weights placed, caches kept between calls) for
+        token ``ids`` at ``positions``: every device's host buffers after the step."""
+        return execute_system(self.program, self.system, mems,
+                              self.inputs(weights, ids, positions))
 
-@lru_cache(maxsize=4096)
-def _build(w: Workload, s: Schedule, hw: Hardware) -> Kernel:
-    """Lowering is deterministic: each (workload, schedule, hardware) is built once."""
-    return build(w, s, hw)
+    def outputs(self, out: dict[int, dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
+        """The host buffers of the device holding the step's logits."""
+        return out[self.last_device]
 
-
-class _Builder:
-    """Per-compilation state: schedule choices, kernel cache, fragments in order."""
-
-    def __init__(self, graph: OpGraph, hw: Hardware, db: Database | None,
-                 schedules: dict[str, Schedule] | str | None, placement: str | None,
-                 fitted: dict[str, Schedule] | None = None) -> None:
-        self.graph, self.hw, self.db = graph, hw, db
-        self.fitted = fitted or {}  # denser layouts chosen to fit, over everything else
-        self.library = schedules == "library"
-        if isinstance(schedules, str) and not self.library:
-            raise AutoschedError(f"schedules {schedules!r}: give a node -> schedule mapping "
-                                 "or 'library'")
-        self.schedules = {} if self.library else schedules or {}
-        self.placement = placement
-        self.choices: dict[str, LookupResult] = {}
-        self.kernels: dict[str, Kernel] = {}
-        self.frags: list[Fragment] = []
-        self.constants: set[str] = {TOKEN_IDS}
-        self._looked: dict[str, LookupResult] = {}
-        self.one_row = graph.batch * graph.tokens == 1
-        self.homes = self._homes()
-        self.alias: dict[str, tuple[str, int]] = {}  # what consumers read instead
-
-    def _homes(self) -> dict[str, tuple[str, int]]:
-        """At one row, sources concatenated whole by a consumer live side by side."""
-        homes: dict[str, tuple[str, int]] = {}
-        if not self.one_row:
-            return homes
-        for n in self.graph:
-            for name, views in operands(self.graph, n).items():
-                if len(views) < 2 or any(v.source in homes for v in views):
-                    continue
-                if all(v.lo == 0 and v.hi == output_width(self.graph.node(v.source).workload)
-                       for v in views):
-                    off = 0
-                    for v in views:
-                        homes[v.source] = (f"{n.name}.{name}", off)
-                        off += v.hi
-        return homes
-
-    def choose(self, n: OpNode) -> LookupResult:
-        w = n.workload
-        if n.name in self.fitted:
-            return LookupResult("fitted", w, self.fitted[n.name])
-        if n.name in self.schedules:
-            return LookupResult("given", w, self.schedules[n.name])
-        if w.key not in self._looked:
-            self._looked[w.key] = self._choose(w)
-        return self._looked[w.key]
-
-    def _choose(self, w: Workload) -> LookupResult:
-        if self.library:
-            return library_choice(w, self.hw)
-        if self.placement == "host" or (self.placement == "pim" and w.op in PIM_FAMILIES):
-            s = side_schedule(w, self.hw, self.placement, self.db)
-            if s is not None:
-                return LookupResult(self.placement, w, s)
-        res = lookup(self.db, w, self.hw)
-        # untuned rows of several tokens or sequences: each operator on its faster side
-        if res.kind == "default" and (self.graph.phase == "prefill" or self.graph.batch > 1):
-            return LookupResult("default", w, faster_default(w, self.hw))
-        return res
-
-    def kernel(self, w: Workload, s: Schedule) -> Kernel:
-        return _build(w, s, self.hw)
-
-    def out_home(self, name: str) -> tuple[str, int]:
-        """Where node ``name`` writes its output."""
-        return self.homes.get(name, (name, 0))
-
-    def home(self, name: str) -> tuple[str, int]:
-        """Where consumers of node ``name`` read its output."""
-        return self.alias.get(name) or self.out_home(name)
-
-    def source(self, n: OpNode, local: str, views: tuple[FusedView, ...]) -> tuple[str, int]:
-        """Where the kernel input ``local`` of ``n`` (the concatenation of ``views``) lives."""
-        g = self.graph
-        if views[0].source == TOKEN_IDS:
-            return TOKEN_IDS, 0
-        first = self.home(views[0].source)
-        widths = [output_width(g.node(v.source).workload) for v in views]
-        if not any(v.last for v in views):
-            if len(views) == 1 and (self.one_row or widths[0] == views[0].hi - views[0].lo):
-                return first[0], first[1] + views[0].lo
-            if self.one_row and all(self.home(v.source) == (first[0], first[1] + sum(
-                    widths[:i])) for i, v in enumerate(views)):
-                return first  # producers already write side by side
-        rows = g.batch * g.tokens
-        last = views[0].last
-        tag = f"{n.name}.{local}"
-        k = gather(g.batch if last else rows, rows,
-                   tuple((wd, v.lo, v.hi) for wd, v in zip(widths, views, strict=True)),
-                   stride=g.tokens if last else 1, offset=g.tokens - 1 if last else 0)
-        binds = [(f"p{i}", *self.home(v.source)) for i, v in enumerate(views)]
-        self.frags.append(Fragment(tag, k, (*binds, ("y", tag))))
-        return tag, 0
-
-    def add(self, n: OpNode) -> None:
-        res = self.choose(n)
-        self.choices[n.name] = res
-        k = self.kernel(res.workload, res.schedule)
-        self.kernels[n.name] = k
-        binds = [(k.output, *self.out_home(n.name))] + self._inputs(n, k)
-        bound = {b[0] for b in binds}
-        self.constants |= {f"{n.name}.{c}" for c in k.inputs if c not in bound}
-        self.frags.append(Fragment(n.name, k, tuple(binds)))
-        self.after(n)
-
-    def after(self, n: OpNode) -> None:
-        """Hook: fragments that follow node ``n`` (collectives of a partitioned model)."""
-
-    def _inputs(self, n: OpNode, k: Kernel) -> list[tuple]:
-        return [(local, *self.source(n, local, views))
-                for local, views in operands(self.graph, n).items()]
+    def inputs(self, weights: object, ids: np.ndarray,
+               positions: np.ndarray) -> dict[int, dict[str, np.ndarray]]:
+        """Host inputs of every device: token ``ids`` ``[batch, tokens]`` at ``positions``
+        ``[tokens]`` and its share of every node's constants."""
+        tp = self.partition.tp
+        pos = np.tile(np.asarray(positions), self.graph.batch)
+        out: dict[int, dict[str, np.ndarray]] = {}
+        for s, st in enumerate(self.stages):
+            nodes = [n for n in st.graph if n.name in st.choices]
+            names = {b.name for b in st.program.buffers}
+            consts = {n.name: family_of(n.workload).constants(weights, n, pos) for n in nodes}
+            for r, d in enumerate(self.partition.devices_of(s)):
+                feed = {"ids": np.asarray(ids, dtype=np.float32).reshape(-1)} \
+                    if "ids" in names else {}
+                for n in nodes:
+                    for name, v in shard_tensors(self.step, n, consts[n.name], tp, r).items():
+                        feed[f"{n.name}.{name}"] = v
+                out[d] = st.linked.bind(feed)
+        return out
 
 
-def plan_key(model: str, phase: str, batch: int) -> str:
-    """Where ``tune --fusion auto`` records the plan it chose for a model step."""
-    return f"{model}:{phase}:b{batch}"
+def partition_graph(step: Step, part: Partition, fusion: dict | None = None) -> OpGraph:
+    """One tensor-parallel device's graph of ``step`` (residuals never fused into the
+    reduced projections, nor the argmax into the LM head, when ``tp > 1``)."""
+    from autosched.pipeline import step_graph
+
+    plan = fusion
+    if part.tp > 1 and fusion:  # and the decisions that exist only with those
+        plan = {**upgrade_plan(fusion), **TP_UNFUSED}
+        plan = {k: plan[k] for k in fusion_space().active(plan) if k in plan}
+    return shard_graph(step_graph(step, plan or None), part.tp)
 
 
-def compile_model(model: str | ModelConfig | None, hw: str | Hardware, *,
-                  db: str | Path | Database | None = None, phase: str = "decode",
-                  batch: int = 1, context: int | None = None, capacity: int | None = None,
-                  fusion: dict | None = None,
-                  schedules: dict[str, Schedule] | str | None = None,
-                  placement: str | None = None, graph: OpGraph | None = None,
-                  keep_outputs: bool = False) -> CompiledModel:
-    """Compile one step of ``model`` for ``hw`` into a single program.
+def _stored(db: Database | None, kind: PlanKind, step: Step | None, hw: Hardware) -> dict | None:
+    """The plan of ``kind`` that ``tune`` stored for ``step``, or None."""
+    if db is None or step is None:
+        return None
+    return db.plan(str(PlanKey.of(kind, step)), hw.fingerprint)
+
+
+def compile_step(step: Step | None, system: System, *, partition: Partition | None = None,
+                 db: Database | None = None, fusion: dict | None = None,
+                 schedules: dict[str, Schedule] | str | None = None,
+                 placement: str | None = None, graph: OpGraph | None = None,
+                 keep_outputs: bool = False, check: bool = True) -> CompiledStep:
+    """Compile ``step`` for ``system`` under ``partition`` (None: one device, ``1x1``).
 
     ``fusion``: a plan (``{}`` for none); None means the plan ``tune`` stored in ``db``
-    for this model step, or none. ``model`` may be None when ``graph`` is given (the
-    torch.compile backend's graphs have no config); ``CompiledModel.cfg`` is then None.
-    ``schedules``: node name -> schedule (others looked up), or ``"library"`` for the
-    shipped library kernels everywhere (see the module docstring). ``placement``:
-    ``auto`` (every operator's looked-up schedule), ``pim`` or ``host`` (every operator on
-    that side, see ``placement``); None means the plan ``choose_plan`` stored in ``db`` for
-    this step, or ``auto``. ``keep_outputs``: every node's output stays readable after a
-    run (no arena sharing for them), as a caller reading intermediate values needs.
+    for this step, or none. ``schedules``: node name -> schedule (others looked up), or
+    ``"library"`` for the shipped library kernels everywhere. ``placement``: ``auto``
+    (every operator's looked-up schedule), ``pim`` or ``host`` (every operator on that
+    side); None means the plan stored in ``db`` for this step, or ``auto``. ``graph``:
+    the step's share graph already built (``step`` may then be None: a graph with no
+    model config, as the ``torch.compile`` backend has). ``keep_outputs``: every node's
+    output stays readable after a run. ``check`` raises :class:`CapacityError` when a
+    device's memory does not hold its share after fitting.
     """
-    hw = load_hardware(hw)
-    database = open_database(db) if db is not None else None
-    cfg = get_model_config(model) if model is not None or graph is None else None
-    if fusion is None and database is not None and graph is None:
-        fusion = database.plan(plan_key(cfg.name, phase, batch), hw.fingerprint)
-    if graph is None:
-        graph = model_graph(cfg, phase=phase, batch=batch, context=context, capacity=capacity,
-                            fusion=fusion)[1]
-    name = cfg.name if cfg is not None else graph.model
-    if placement is None and database is not None:
-        stored = database.plan(placement_key(name, graph.phase, graph.batch, graph.context),
-                               hw.fingerprint)
-        placement = (stored or {}).get("placement")
+    hw = system.device
+    if step is None and graph is None:
+        raise AutoschedError("compile_step needs a step or its graph")
+    layers = step.model.layers if step is not None else 1 + max(
+        (n.layer for n in graph if n.layer is not None), default=0)
+    part = partition or Partition.single(layers)
+    if part.devices > system.devices:
+        raise AutoschedError(f"partition {part.describe()} needs more than the "
+                             f"{system.devices} devices of {system.name}")
+    if placement is None:
+        placement = (_stored(db, PlanKind.PLACEMENT, step, hw) or {}).get("placement")
     if placement not in (None, *PLANS):
         raise AutoschedError(f"placement {placement!r} is not one of {', '.join(PLANS)}")
-    graph = pin_graph(graph, hw, database)
-
-    def fit(graph: OpGraph) -> CompiledModel:
-        """Build and link; when the plan overflows, the KV cache first, then the weights,
-        then the cache in the rows the weights freed take denser layouts."""
-        fitted: dict[str, Schedule] = {}
-        cm = None
-        for compact in (None, _compact_kv, dense_schedules, _compact_kv):
-            if compact is not None and (cm.budget.fits or not (more := compact(cm))):
-                continue
-            if compact is not None:
-                fitted.update(more)
-            b = _Builder(graph, hw, database, schedules, placement, fitted)
-            for n in graph:
-                b.add(n)
-            keep = frozenset(b.home(n.name)[0] for n in graph) if keep_outputs else frozenset()
-            cm = link_step(cfg, graph, hw, b, graph.nodes, name=f"{name}_{graph.phase}",
-                           keep=keep)
-        return cm
-
-    cm = fit(graph)
-    if not cm.budget.fits and cfg is not None and graph.batch * graph.tokens > 1:
-        # steps of several rows read the weights where batch-1 decode keeps them: when
-        # that step fits only through denser layouts, these pin the same ones
-        try:
-            one = compile_model(cfg, hw, db=database, context=graph.context, fusion=fusion,
-                                placement=placement)
-        except CapacityError:
-            one = None
-        if one is not None and (moved := repin(graph, one)) is not None:
+    if fusion is None and graph is None:
+        fusion = _stored(db, PlanKind.FUSION, step, hw)
+    if graph is None:
+        graph = partition_graph(step, part, fusion)
+    graph = pin_graph(graph, hw, db)
+    stages = _stages(step, system, part, graph, db, schedules, placement, keep_outputs)
+    if step is not None and graph.batch * graph.tokens > 1 and \
+            not all(st.budget.fits for st in stages):
+        moved = _follow_one_row(step, system, part, graph, db, fusion, placement)
+        if moved is not None:
             graph = moved
-            cm = fit(graph)
-    cm.budget.check(f"{name} {graph.phase} batch {graph.batch} context {graph.context} "
-                    f"on {hw.name}")
+            stages = _stages(step, system, part, graph, db, schedules, placement,
+                             keep_outputs)
+    name = step.name if step is not None else graph.model
+    if check:
+        for s, st in enumerate(stages):
+            where = f", {part.describe()}, stage {s}, per device" if part.devices > 1 else ""
+            st.budget.check(f"{name} {graph.phase} batch {graph.batch} context "
+                            f"{graph.context}{where} on {system.name}")
+    sp = _system_program(stages, part, name, graph.phase)
     try:  # every kernel was validated by build(); what is left to break is the linking
-        validate(cm.program, hw)
+        validate_system(sp, system)
     except ProgramError as e:
-        raise InternalError(f"internal compiler error: linking {name} {graph.phase} on "
-                            f"{hw.name} produced an invalid program: {e}") from e
-    return cm
+        raise InternalError(f"internal compiler error: linking {name} {graph.phase} for "
+                            f"{system.name} ({part.describe()}) produced an invalid program: "
+                            f"{e}") from e
+    return CompiledStep(step, system, part, graph, stages, sp, placement or "auto")
 
 
-def link_step(cfg: ModelConfig, graph: OpGraph, hw: Hardware, b: _Builder,
-              nodes: tuple[OpNode, ...], *, name: str,
-              keep: frozenset[str] = frozenset()) -> CompiledModel:
-    """Link the fragments ``b`` built for ``nodes`` (all of ``graph`` or one pipeline
-    stage's); ``keep``: further buffers kept whole (sent or received between devices).
-    The budget is computed, not checked."""
-    roles = {n.role: n.name for n in nodes}
-    logits, token = roles.get("lm_head", ""), roles.get("argmax", "")
-    if logits and not token and any(n.name == logits and n.workload.attr("epilogue") == "argmax"
-                                    for n in nodes):
-        token = logits  # the LM head's epilogue appends the token as the last column
-    outputs = frozenset(b.home(x)[0] for x in (logits, token) if x) | keep
-    linked = link(b.frags, hw, name=name, constants=frozenset(b.constants), outputs=outputs)
-    linked.budget = replace(linked.budget, weights_data=weight_bytes(nodes, hw),
-                            kv_data=kv_bytes(nodes, hw))
-    return CompiledModel(cfg, graph, hw, linked, b.choices, b.kernels,
-                         b.home(logits)[0] if logits else "", b.home(token)[0] if token else "",
-                         b.placement or "auto")
+def pin_graph(graph: OpGraph, hw: Hardware, db: Database | None) -> OpGraph:
+    """``graph`` with every workload reading its weights where one-row steps keep them."""
+    nodes = tuple(dataclasses.replace(n, workload=family_of(n.workload).pin(n.workload, hw, db))
+                  for n in graph.nodes)
+    return dataclasses.replace(graph, nodes=nodes)
 
 
-def _compact_kv(cm: CompiledModel) -> dict[str, Schedule]:
-    """Schedules giving every attention the fastest layout whose cache fits the rows the
-    weights and host buffers leave (``kvfit``); empty when none is compact enough."""
-    bd, hw = cm.budget, cm.hw
-    attn = [n for n in cm.graph if n.workload.op == "attention" and n.name in cm.choices
-            and cm.choices[n.name].kind not in ("given", "fitted")]  # this stage's own
-    if not attn:
-        return {}
-    left = hw.org.rows_per_bank - (bd.weights + bd.host) // bd.row_index
-    per = left // len(attn)
-    out: dict[str, Schedule] = {}
-    found: dict[str, Schedule | None] = {}
-    for n in attn:
-        w = cm.choices[n.name].workload
-        if w.key not in found:
-            found[w.key] = compact_schedule(w, hw, per)
-        if found[w.key] is None:
-            return {}
-        out[n.name] = found[w.key]
+def _follow_one_row(step: Step, system: System, part: Partition, graph: OpGraph,
+                    db: Database | None, fusion: dict | None,
+                    placement: str | None) -> OpGraph | None:
+    """``graph`` with its weights in the layouts the one-row decode step of ``step`` was
+    fitted to (a step of several rows reads the weights where that step keeps them);
+    None when that step does not fit either or moves nothing."""
+    try:
+        one = compile_step(step.replace(phase="decode", batch=1, capacity=None), system,
+                           partition=part, db=db, fusion=fusion, placement=placement)
+    except CapacityError:
+        return None
+    moved: dict = {}
+    for fam in families():
+        moved.update(fam.follow_fit(graph, one))
+    if not moved:
+        return None
+    nodes = tuple(dataclasses.replace(n, workload=moved.get(n.name, n.workload))
+                  for n in graph.nodes)
+    return dataclasses.replace(graph, nodes=nodes)
+
+
+def _sends(graph: OpGraph, part: Partition) -> tuple[dict[str, int], dict[int, list]]:
+    """The stage of every node, and per stage what later stages read from it: (consuming
+    stage, producer node), each producer once."""
+    where = stage_of(graph, part)
+    sends: dict[int, list] = {s: [] for s in range(part.pp)}
+    for n in graph:
+        for src in n.inputs:
+            if where[src] < where[n.name] and all(p.name != src for _, p in sends[where[src]]):
+                sends[where[src]].append((where[n.name], graph.node(src)))
+    return where, sends
+
+
+def _stages(step: Step | None, system: System, part: Partition, graph: OpGraph,
+            db: Database | None, schedules, placement: str | None,
+            keep_outputs: bool) -> list[CompiledStage]:
+    """Every pipeline stage built and linked, each fitted to a device's memory."""
+    where, sends = _sends(graph, part)
+    name = step.name if step is not None else graph.model
+    out = []
+    for s in range(part.pp):
+        nodes = tuple(n for n in graph if where[n.name] == s)
+        received = frozenset(src for n in nodes for src in n.inputs if where[src] < s)
+        tag = f"{name}_{graph.phase}" + (f"_stage{s}" if part.pp > 1 else "")
+        waits = tuple(f"hop{src}.{p.name}.sent" for src in range(s)
+                      for dst, p in sends[src] if dst == s)
+
+        def build(fitted: dict[str, Schedule], nodes=nodes, received=received, s=s,
+                  tag=tag, waits=waits) -> CompiledStage:
+            b = Builder(graph, system, db, schedules, placement, part.tp, fitted)
+            for n in nodes:
+                b.add(n)
+            return link_stage(graph, b, nodes, name=tag, sends=sends[s], stage=s,
+                              received=received, waits=waits, keep_outputs=keep_outputs)
+
+        fitted: dict[str, Schedule] = {}
+        st = build(fitted)
+        for kind in FIT_ORDER:
+            if st.budget.fits:
+                break
+            more: dict[str, Schedule] = {}
+            for fam in families():
+                if fam.memory_kind == kind:
+                    more.update(fam.fit_memory(st))
+            if more:
+                fitted.update(more)
+                st = build(fitted)
+        out.append(st)
     return out
 
 
-def kv_bytes(nodes, hw: Hardware) -> int:
-    """Bytes of the keys and values the nodes' attention caches hold (no layout waste)."""
-    total = 0
-    for n in nodes:
-        if n.workload.op == "attention":
-            d = n.workload.dims
-            cap = int(n.workload.attr("capacity", d["l"]))
-            total += 2 * d["b"] * cap * d["kvh"] * d["d"] * hw.elem_bytes
-    return total
+def _system_program(stages: list[CompiledStage], part: Partition, name: str,
+                    phase: str) -> SystemProgram:
+    """One device group per stage; a stage's host first waits for what earlier stages
+    send it."""
+    groups = []
+    for s, st in enumerate(stages):
+        prog = _wait_first(st.program, st.waits)
+        st.linked.program = prog
+        groups.append(Group(part.devices_of(s), prog))
+    label = name if part.devices == 1 else f"{name}_{phase}_{part.describe()}"
+    return SystemProgram(tuple(groups), name=label)
 
 
-def weight_bytes(nodes, hw: Hardware) -> int:
-    """Bytes of the weight elements the nodes' GEMVs keep in the banks (no padding)."""
-    return sum(n.workload.dims["n"] * n.workload.dims["k"] * hw.elem_bytes
-               for n in nodes if n.workload.op in ("gemv", "gemm"))
+def _wait_first(prog: Program, tokens: tuple[str, ...]) -> Program:
+    """``prog`` whose host stream first waits for ``tokens`` (data from earlier stages)."""
+    if not tokens:
+        return prog
+    streams = tuple(dataclasses.replace(s, body=(Wait(tokens), *s.body)) if s.engine == "host"
+                    else s for s in prog.streams)
+    return dataclasses.replace(prog, streams=streams)

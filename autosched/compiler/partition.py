@@ -14,13 +14,17 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from typing import Any
 
-from autosched.frontend import ModelConfig, OpGraph
-from search_spaces import Workload
+import numpy as np
+
+from autosched.families import family_of
+from autosched.ir import OpGraph, OpNode
 from sim.errors import AutoschedError
 from sim.hardware import System
 
-__all__ = ["Partition", "candidates", "shard_graph", "stage_of"]
+__all__ = ["REDUCED", "Partition", "candidates", "shard_graph", "shard_tensors", "stage_of",
+           "tp_reasons"]
 
 # role -> the dims a tensor-parallel device holds 1/tp of
 _SPLIT: dict[str, tuple[str, ...]] = {
@@ -48,6 +52,11 @@ class Partition:
         return self.tp * self.pp
 
     @classmethod
+    def single(cls, layers: int) -> Partition:
+        """One device: every layer in one stage."""
+        return cls(1, ((0, layers),))
+
+    @classmethod
     def even(cls, tp: int, pp: int, layers: int) -> Partition:
         """``pp`` stages of consecutive layers differing by at most one layer."""
         cuts = [round(i * layers / pp) for i in range(pp + 1)]
@@ -63,7 +72,7 @@ class Partition:
         return {"tp": self.tp, "pp": self.pp, "stages": [list(s) for s in self.stages]}
 
 
-def tp_reasons(cfg: ModelConfig, tp: int) -> list[str]:
+def tp_reasons(cfg: Any, tp: int) -> list[str]:
     """Why ``cfg`` cannot be split over ``tp`` devices (empty: it can)."""
     why = []
     for what, v in (("heads", cfg.heads), ("kv_heads", cfg.kv_heads),
@@ -73,7 +82,7 @@ def tp_reasons(cfg: ModelConfig, tp: int) -> list[str]:
     return why
 
 
-def candidates(cfg: ModelConfig, system: System) -> list[Partition]:
+def candidates(cfg: Any, system: System) -> list[Partition]:
     """Every (tp, pp) with tp * pp <= devices that splits ``cfg`` evenly, pp <= layers."""
     out = []
     for tp in range(1, system.devices + 1):
@@ -85,16 +94,13 @@ def candidates(cfg: ModelConfig, system: System) -> list[Partition]:
     return out
 
 
-def _scaled(w: Workload, dims: tuple[str, ...], tp: int, name: str) -> Workload:
-    d = dict(w.dims)
+def _scaled(n: OpNode, dims: tuple[str, ...], tp: int):
+    w = n.workload
     for k in dims:
-        if d[k] % tp:
-            raise AutoschedError(f"{name}: {k}={d[k]} of {w.key} does not split over tp={tp}")
-        d[k] //= tp
-    attrs = dict(w.attrs)
-    if "rope_heads" in attrs:  # a rotating qkv_proj's shard holds 1/tp of q's and k's heads
-        attrs["rope_heads"] = int(attrs["rope_heads"]) // tp
-    return Workload.make(w.op, w.dtype, attrs, **d)
+        if w.dims[k] % tp:
+            raise AutoschedError(f"{n.name}: {k}={w.dims[k]} of {w.key} does not split over "
+                                 f"tp={tp}")
+    return family_of(w).shard(w, dims, tp)
 
 
 def shard_graph(graph: OpGraph, tp: int) -> OpGraph:
@@ -109,12 +115,12 @@ def shard_graph(graph: OpGraph, tp: int) -> OpGraph:
             raise AutoschedError(f"{n.name}: a residual fused into {n.role} would be added on "
                                  "every tensor-parallel device; compile without "
                                  "residual_epilogue")
-        if n.role == "lm_head" and w.attr("epilogue") == "argmax":
+        if n.role == "lm_head" and "token" in family_of(w).output_parts(graph, n):
             raise AutoschedError(f"{n.name}: an argmax fused into the LM head would see one "
                                  "device's slice of the vocabulary; compile without "
                                  "argmax_epilogue")
         if n.role in _SPLIT:
-            w = _scaled(w, _SPLIT[n.role], tp, n.name)
+            w = _scaled(n, _SPLIT[n.role], tp)
         nodes.append(dataclasses.replace(n, workload=w))
     return dataclasses.replace(graph, nodes=tuple(nodes))
 
@@ -130,4 +136,39 @@ def stage_of(graph: OpGraph, part: Partition) -> dict[str, int]:
             continue
         seen_layer = True
         out[n.name] = next(s for s, (a, b) in enumerate(part.stages) if a <= n.layer < b)
+    return out
+
+
+def _parts(cfg: Any, role: str) -> list[int] | None:
+    """Row blocks of a role's weight that split separately (None: split the columns)."""
+    q, kv, inter = cfg.q_dim, cfg.kv_dim, cfg.intermediate
+    return {"q_proj": [q], "k_proj": [kv], "v_proj": [kv], "qkv_proj": [q, kv, kv],
+            "ffn_gate": [inter], "ffn_up": [inter], "gate_up": [inter, inter],
+            "lm_head": [cfg.vocab]}.get(role)
+
+
+def shard_tensors(step: Any, node: OpNode, tensors: dict[str, np.ndarray], tp: int,
+                  rank: int) -> dict[str, np.ndarray]:
+    """Device ``rank`` of ``tp``'s share of a node's weights ``W`` and bias ``b``: the
+    rows of each output block (q | k | v, gate | up, vocabulary) or, for the reduced
+    projections, the columns; everything else whole. ``step``: the model's step (its
+    config sizes the blocks)."""
+    if tp == 1:
+        return tensors
+    out = dict(tensors)
+    parts = _parts(step.model, node.role)
+    for name in ("W", "b"):
+        if name not in tensors:
+            continue
+        t = np.asarray(tensors[name])
+        if node.role in REDUCED and name == "W":
+            c = t.shape[1] // tp
+            out[name] = t[:, rank * c:(rank + 1) * c]
+        elif parts is not None:
+            blocks, at = [], 0
+            for p in parts:
+                c = p // tp
+                blocks.append(t[at + rank * c:at + (rank + 1) * c])
+                at += p
+            out[name] = np.concatenate(blocks, axis=0)
     return out

@@ -15,28 +15,25 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import asdict, dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 
 from autosched.database import Database
-from autosched.frontend import ModelConfig, with_context
-from autosched.frontend.source import load_source
+from autosched.ir import Step
 from sim.errors import InternalError
-from sim.functional import DeviceMemory, execute
-from sim.hardware import Hardware
-from sim.hwio import load_hardware
+from sim.hardware import Hardware, System
 
-from .compile import compile_model
+from .compile import compile_step
+from .partition import Partition
 
 __all__ = ["RunReport", "compare_step", "report", "run_check", "step_outputs", "tolerance"]
 
 _UNIT_ROUNDOFF = {"fp16": 2.0**-11, "bf16": 2.0**-8, "fp32": 2.0**-24}
 
 
-def tolerance(cfg: ModelConfig, hw: Hardware) -> float:
+def tolerance(cfg: Any, hw: Hardware) -> float:
     """Allowed max |logit error| relative to max |logit|.
 
     Each linear layer rounds its input to the device type (relative error u) and sums K
@@ -137,35 +134,42 @@ def report(model: str, hardware: str, rows: list[dict], tol: float, t0: float,
                      time.perf_counter() - t0, generated)
 
 
-def run_check(model: Any, hw: str | Hardware, *, steps: int = 8,
-              db: str | Path | Database | None = None, seed: int = 0,
+def run_check(model: Any, system: System, *, partition: Partition | None = None,
+              steps: int = 8, db: Database | None = None, seed: int = 0,
               first_token: int = 1, fusion: dict | None = None,
               schedules: str | None = None) -> RunReport:
-    """Generate ``steps`` tokens greedily on the simulator and compare each step with the
-    ``transformers`` model (``model``: name, config.json, checkpoint folder, config or
-    ``transformers`` model; ``seed`` draws the weights when there are none);
+    """Generate ``steps`` tokens greedily on every device of ``system`` under
+    ``partition`` (None: one device) and compare each step with the ``transformers``
+    model (``model``: name, config.json, checkpoint folder, config or ``transformers``
+    model; ``seed`` draws the weights when there are none). Each device keeps its own
+    weights and KV cache between steps; the logits the last stage gathers are compared.
+    ``fusion``: a plan (what tensor parallelism cannot fuse is left unfused);
     ``schedules="library"`` runs the shipped library kernels instead of the database's."""
     from transformers import StaticCache
 
-    hw = load_hardware(hw)
+    from autosched.frontend.source import load_source
+    from autosched.pipeline import with_context
+
+    hw = system.device
     t0 = time.perf_counter()
     src = load_source(model, dtype=hw.pim.dtype, seed=seed)
     cfg, ref = src.cfg, src.reference
-    first = compile_model(cfg, hw, db=db, context=steps, capacity=steps, fusion=fusion,
-                          schedules=schedules)
-    schedules = {name: c.schedule for name, c in first.choices.items()}
-    mem = DeviceMemory(hw)
-    first.place(mem, src.weights)
+    step0 = Step(cfg, "decode", 1, steps)
+    first = compile_step(step0, system, partition=partition, db=db, fusion=fusion,
+                         schedules=schedules)
+    part = first.partition
+    chosen = {name: c.schedule for name, c in first.choices.items()}
+    mems = first.memories()
+    first.place(mems, src.weights)
     cache = StaticCache(config=ref.config, max_cache_len=steps)
     tol = tolerance(cfg, hw)
     token, rows = first_token, []
     for step in range(steps):
-        cm = compile_model(cfg, hw, schedules=schedules,
-                           graph=with_context(first.graph, step + 1))
-        ins = cm.inputs(src.weights, np.array([[token]]), np.array([step]))
-        logits, chosen = step_outputs(execute(cm.program, hw, mem, ins), cm.logits, cm.token,
-                                      cfg.vocab)
+        cs = compile_step(step0, system, partition=part, schedules=chosen,
+                          graph=with_context(first.graph, step + 1))
+        out = cs.outputs(cs.execute(mems, src.weights, np.array([[token]]), np.array([step])))
+        logits, chosen_tok = step_outputs(out, cs.logits, cs.token, cfg.vocab)
         want = reference_logits(ref, cache, token, step)
-        rows.append(compare_step(step, logits, want, tol, chosen))
+        rows.append(compare_step(step, logits, want, tol, chosen_tok))
         token = rows[-1]["token"]
-    return report(cfg.name, hw.name, rows, tol, t0, _generate(ref, first_token, steps))
+    return report(cfg.name, system.name, rows, tol, t0, _generate(ref, first_token, steps))

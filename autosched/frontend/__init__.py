@@ -1,20 +1,15 @@
 """Model frontend: configs and built-in models, the ``transformers`` module of a model,
-capture of its ATen graph to an operator graph, and deduplication into tuning tasks.
+and capture of one step's ATen graph to an operator graph (:mod:`autosched.ir`).
 
-``capture("llama-tiny", phase="decode", context=128)`` -> :class:`OpGraph`;
-``tasks(graph)`` -> unique workloads with their occurrence counts.
+``capture("llama-tiny", phase="decode", context=128)`` -> :class:`~autosched.ir.OpGraph`.
 """
 
 from .capture import GEMV_MAX_M, capture
 from .config import MODEL_TYPES, ModelConfig, ModelError
-from .graph import PHASES, OpGraph, OpNode
 from .module import build_module, config_of_module, torch_dtype
-from .step import model_graph, with_attrs, with_context
-from .tasks import Task, tasks
 from .zoo import get_model_config, list_models
 
 __all__ = [
-    "GEMV_MAX_M", "MODEL_TYPES", "PHASES", "ModelConfig", "ModelError", "OpGraph", "OpNode",
-    "Task", "build_module", "capture", "config_of_module", "get_model_config", "list_models",
-    "model_graph", "tasks", "torch_dtype", "with_attrs", "with_context",
+    "GEMV_MAX_M", "MODEL_TYPES", "ModelConfig", "ModelError", "build_module", "capture",
+    "config_of_module", "get_model_config", "list_models", "torch_dtype",
 ]

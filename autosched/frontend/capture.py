@@ -15,9 +15,10 @@ from typing import Any
 
 import torch
 
+from autosched.ir import OpGraph, OpNode
+
 from .config import ModelConfig, ModelError
 from .export import ExportedStep, export_step
-from .graph import OpGraph, OpNode
 from .lower import find_matches
 from .module import build_module
 from .replicate import replicate

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
-from sim.errors import AutoschedError
+from autosched.ir.errors import ModelError
 
 __all__ = ["LIMITS", "MODEL_TYPES", "ModelConfig", "ModelError", "NORMS"]
 
@@ -20,10 +20,6 @@ NORMS = ("rmsnorm", "layernorm")
 # what a real device could hold: beyond these a size is a typo, not a model
 LIMITS = {"hidden": 1 << 17, "intermediate": 1 << 20, "layers": 1 << 10, "heads": 1 << 10,
           "kv_heads": 1 << 10, "head_dim": 1 << 10, "vocab": 1 << 22, "max_positions": 1 << 24}
-
-
-class ModelError(AutoschedError):
-    """A model or its configuration is outside what the frontend can capture."""
 
 
 def fail(name: str, why: str) -> ModelError:

@@ -1,4 +1,4 @@
-"""Ops no recogniser claims run on the host: a ``host`` operator per op, its cost counted.
+"""Ops no recogniser claims run on the host: an ``extern`` operator per op, its cost counted.
 
 The operator's workload names the op (attr ``fn``: op name and a digest of everything
 that decides its result: the op, its constant arguments, the views between its inputs'
@@ -70,7 +70,7 @@ def _flat(x: object) -> list[Node]:
 
 
 def host_match(g: AtenGraph, node: Node) -> Match:
-    """The ``host`` operator of one unrecognised op on activations."""
+    """The ``extern`` operator of one unrecognised op on activations."""
     val = node.meta.get("val")
     where = ".".join(str(v[0]) for v in (node.meta.get("nn_module_stack") or {}).values())[-80:]
     if not isinstance(val, torch.Tensor) or val.numel() == 0:
@@ -95,6 +95,6 @@ def host_match(g: AtenGraph, node: Node) -> Match:
     if opname(node) in _MATMULS:
         flops = 2 * m * n * AtenGraph.shape(g.root(acts[0]))[-1] if acts else flops
     attrs = {"fn": key, "ins": ins, "params": pshapes, "flops": flops}
-    return Match("host", node, [g.root(a) for a in acts], dict(m=m, n=n), attrs,
+    return Match("extern", node, [g.root(a) for a in acts], dict(m=m, n=n), attrs,
                  {f"p{i}": g.param(p) for i, p in enumerate(params)}, {node},
                  extra={"op": str(node.target), "where": where})

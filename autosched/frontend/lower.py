@@ -82,6 +82,6 @@ def find_matches(g: AtenGraph) -> list[Match]:
             continue
         matches.append(host_match(g, node))
         claimed.add(node)
-    if not any(m.family != "host" for m in matches):
+    if not any(m.family != "extern" for m in matches):
         raise ModelError("no operator of the model was recognised; is it a decoder?")
     return _merge_ropes(g, matches, {n: i for i, n in enumerate(g.graph.nodes)})

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from .graph import OpNode
+from autosched.ir import OpNode
 
 __all__ = ["replicate"]
 

@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import torch
 
+from autosched.ir import OpNode
 from search_spaces.workload import Workload
 
 from .aten import AtenGraph
 from .config import ModelError
-from .graph import OpNode
 from .patterns import Match
 
 __all__ = ["GEMV_MAX_M", "to_nodes"]
@@ -85,7 +85,7 @@ class _Walk:
         if fnorm is None:
             return
         lins = [u for u in self.users[fnorm] if self.fam(u) == "linear"]
-        gate = next((u for u in lins if any(self.fam(x) in ("elementwise", "host")
+        gate = next((u for u in lins if any(self.fam(x) in ("elementwise", "extern")
                                             and self.m[x].attrs.get("fn") not in ("mul", "add")
                                             for x in self.users[u])), None)
         act = None
@@ -130,7 +130,7 @@ def to_nodes(g: AtenGraph, matches: list[Match], dtype: str) -> list[OpNode]:
             if x not in prod:
                 raise ModelError(f"{m.family} operator reads {x.name}, which no operator of "
                                  "the captured graph produces")
-            if prod[x] not in ins or m.family == "host":
+            if prod[x] not in ins or m.family == "extern":
                 ins.append(prod[x])
         inputs.append(ins)
     w = _Walk(matches, inputs)
@@ -158,7 +158,7 @@ def to_nodes(g: AtenGraph, matches: list[Match], dtype: str) -> list[OpNode]:
         layer = w.layer.get(i)
         if i not in w.role and inputs[i]:  # unnamed node: the layer of what it reads
             layer = next((w.layer[j] for j in inputs[i] if j in w.layer), None)
-        role = w.role.get(i) or (m.attrs["fn"].split("-")[0] if m.family == "host"
+        role = w.role.get(i) or (m.attrs["fn"].split("-")[0] if m.family == "extern"
                                  else m.family)
         base = role if layer is None else f"l{layer}.{role}"
         name, k = base, 2

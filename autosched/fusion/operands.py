@@ -21,20 +21,14 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from autosched.frontend import OpGraph, OpNode
+from autosched.families import family_of
+from autosched.ir import FusionError, OpGraph, OpNode
 from search_spaces import Workload
-from sim.errors import AutoschedError
 
 __all__ = ["TOKEN_IDS", "FusedView", "FusionError", "operands", "output_parts", "output_width"]
 
 TOKEN_IDS = "ids"  # the step's token ids [rows, 1]: not a node
-_LINEAR = ("gemv", "gemm")
-_LABEL = {"q_proj": "q", "k_proj": "k", "v_proj": "v", "ffn_gate": "gate", "ffn_up": "up"}
 _ROLE_PART = {"ffn_silu": "gate", "ffn_mul": "up"}  # the part a consumer reads of a merged out
-
-
-class FusionError(AutoschedError):
-    """A plan does not fit the graph, or an operand cannot be found."""
 
 
 @dataclass(frozen=True)
@@ -50,45 +44,16 @@ class FusedView:
 
 def output_width(w: Workload) -> int:
     """Columns of the output of ``w`` seen as ``[rows, width]``."""
-    d, epi = w.dims, w.attr("epilogue")
-    if writes_norm(w):
-        return 2 * d["n"]
-    if w.op in _LINEAR:
-        return d["n"] // 2 if epi == "silu_mul" else d["n"] + 1 if epi == "argmax" else d["n"]
-    if w.op in ("rope", "attention"):
-        return d["h"] * d["d"]
-    return 1 if w.op == "argmax" else d["n"]
-
-
-def writes_norm(w: Workload) -> bool:
-    """Whether ``w``'s output is its value and then that value's RMS norm (a fused norm
-    epilogue of a residual linear or of the embedding)."""
-    return w.attr("epilogue") in ("add_rmsnorm", "rmsnorm") and w.op in (*_LINEAR, "embedding")
+    return family_of(w).output_width(w)
 
 
 def _rows(w: Workload) -> int:
-    return w.dims["b"] * w.dims["q"] if w.op == "attention" else w.dims["m"]
+    return family_of(w).rows(w)
 
 
 def output_parts(graph: OpGraph, node: OpNode) -> dict[str, tuple[int, int]]:
     """Labelled column ranges of ``node``'s output (one ``"out"`` range when unlabelled)."""
-    width = output_width(node.workload)
-    if node.role in ("qkv_proj", "rope"):
-        att = [n for n in graph if n.workload.op == "attention" and n.layer == node.layer]
-        if not att:
-            raise FusionError(f"{node.name}: no attention node in layer {node.layer} gives "
-                              "the head split of its q | k | v columns")
-        d = att[0].workload.dims
-        q, kv = d["h"] * d["d"], d["kvh"] * d["d"]
-        parts = {"q": (0, q), "k": (q, q + kv), "v": (q + kv, q + 2 * kv)}
-        return parts if node.role == "qkv_proj" else {"q": parts["q"], "k": parts["k"]}
-    if node.role == "gate_up" and node.workload.attr("epilogue") != "silu_mul":
-        return {"gate": (0, width // 2), "up": (width // 2, width)}
-    if writes_norm(node.workload):
-        return {"res": (0, width // 2), "norm": (width // 2, width)}
-    if node.workload.attr("epilogue") == "argmax":
-        return {"out": (0, width - 1), "token": (width - 1, width)}
-    return {_LABEL.get(node.role, "out"): (0, width)}
+    return family_of(node.workload).output_parts(graph, node)
 
 
 def _view(graph: OpGraph, node: OpNode, src: str, span: tuple[int, int]) -> FusedView:
@@ -118,28 +83,20 @@ def _labelled(graph: OpGraph, node: OpNode, labels: tuple[str, ...]) -> tuple[Fu
 
 def operands(graph: OpGraph, node: OpNode) -> dict[str, tuple[FusedView, ...]]:
     """Activation inputs of ``node``'s kernel, each as the views to concatenate by column."""
-    w = node.workload
-    if w.op == "embedding":
+    fam, w = family_of(node.workload), node.workload
+    if fam.reads_tokens:
         return {"ids": (FusedView(TOKEN_IDS, 0, 1),)}
-    if w.op == "rope":
-        return {"x": _labelled(graph, node, ("q", "k"))}
-    if w.op == "attention":
-        return {k: _labelled(graph, node, (k,)) for k in ("q", "k", "v")}
-    if w.op in _LINEAR:
-        names = ("x", "r") if w.attr("epilogue") in ("add", "add_rmsnorm") else ("x",)
-    elif w.op == "elementwise":
-        names = ("a", "b") if w.attr("fn") in ("add", "mul", "silu_mul") else ("a",)
-    elif w.op == "host":
-        names = tuple(f"x{i}" for i in range(len(node.inputs)))
-    else:
-        names = ("x",)
+    labelled = fam.labelled_operands(node)
+    if labelled is not None:
+        return {k: _labelled(graph, node, labs) for k, labs in labelled.items()}
+    names = fam.operand_names(node)
     if len(names) != len(node.inputs):
         raise FusionError(f"{node.name} ({w.key}) has inputs {node.inputs}, its kernel "
                           f"reads {names}")
     out = {}
     for name, src in zip(names, node.inputs, strict=True):
         parts = output_parts(graph, graph.node(src))
-        if "norm" in parts:  # a residual linear's r reads the sum, any other input its norm
+        if "norm" in parts:  # a residual sum's r reads the sum, any other input its norm
             out[name] = (_view(graph, node, src, parts["res" if name == "r" else "norm"]),)
         elif len(parts) > 1:
             lab = _ROLE_PART.get(node.role)

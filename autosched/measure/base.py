@@ -14,7 +14,7 @@ from sim.hardware import Hardware
 from sim.program import Program
 from sim.timing import simulate
 
-from ..codegen.registry import build, lowering_for
+from ..families import build, family_of
 
 __all__ = ["MeasureInput", "Runner", "measure_one"]
 
@@ -52,7 +52,7 @@ def measure_one(inp: MeasureInput) -> Measurement:
     """
     w, hw = inp.workload, inp.hw
     try:
-        bound_ns = lowering_for(w).bound(w, hw)
+        bound_ns = family_of(w).bound(w, hw)
         program = inp.program if inp.program is not None else build(w, inp.schedule, hw).program
         res = simulate(program, hw)
     except AutoschedError as e:

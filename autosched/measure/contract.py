@@ -20,7 +20,7 @@ import time
 
 import pytest
 
-from autosched.codegen.registry import lowering_for
+from autosched.families.registry import family_of
 from search_spaces import Schedule, Workload
 from sim.errors import AutoschedError
 from sim.hwio import load_hardware
@@ -38,11 +38,11 @@ def contract_inputs(n: int = 6) -> tuple[MeasureInput, ...]:
     out = []
     for name in ("hbm-pim", "aim-gddr6"):
         hw = load_hardware(name)
-        space = lowering_for(w).space(w, hw)
+        space = family_of(w).space(w, hw)
         points = list(space.enumerate())[:: 97][: n // 2]
         out += [MeasureInput(w, Schedule.of(space, p), hw) for p in points]
     bad = dict(out[0].schedule.point, k_split=3)  # not a divisor of 64: outside the space
-    out.append(MeasureInput(w, Schedule.of(lowering_for(w).space(w, out[0].hw), bad), out[0].hw))
+    out.append(MeasureInput(w, Schedule.of(family_of(w).space(w, out[0].hw), bad), out[0].hw))
     return tuple(out)
 
 

@@ -22,7 +22,7 @@ def _warm() -> None:
     """Worker initialiser: ignore Ctrl-C (the parent stops the run) and register the
     built-in lowerings once per process."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    from ..codegen import families  # noqa: F401
+    from .. import families  # noqa: F401
 
 
 class LocalRunner(Runner):

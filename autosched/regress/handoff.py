@@ -22,8 +22,9 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from autosched.codegen import lowering_for
-from autosched.frontend import OpGraph, model_graph
+from autosched.families import family_of
+from autosched.ir import OpGraph
+from autosched.pipeline import model_graph
 from sim.errors import AutoschedError
 from sim.hardware import Hardware
 from sim.hwio import load_hardware
@@ -125,7 +126,7 @@ def compare_ops(graph: OpGraph, hw: Hardware, library: CaseResult, default: Case
     for t in tuned.ops:
         w = next(n.workload for n in graph if n.workload.key == t.workload)
         lib, dflt = library.op(t.workload), default.op(t.workload)
-        has_lib = lowering_for(w).library(w, hw) is not None
+        has_lib = family_of(w).library(w, hw) is not None
         row = {"library_ns": lib.latency_ns if has_lib else None, "tuned_ns": t.latency_ns,
                "tuned_key": t.schedule, "library_key": lib.schedule,
                "default_key": dflt.schedule, "found": found.get(t.workload, "given")}

@@ -7,10 +7,13 @@ differs is an internal error). A case that cannot be measured becomes a result w
 error message (a model step keeps its operators' figures when each kernel builds alone,
 e.g. when the whole program's weights do not fit the device) and the run goes on.
 
-Model cases: ``compile_s`` is ``compile_model`` on the already captured graph with the
+Model cases: ``compile_s`` is ``compile_step`` on the already captured graph with the
 kernel cache emptied first (lowering, validation, linking; the torch capture is not
-part of it), ``simulate_s`` the cycle-level simulation of the linked program. The bound is
-the sum over nodes of each family's bound, as ``autosched simulate`` reports it.
+part of it), ``simulate_s`` the cycle-level simulation of the system program. A case on
+one device is the step on the system of one; a case on a system of several devices is
+the step under the partition ``autosched simulate`` would choose (:mod:`.systems`).
+The gated bound of a one-device case is the sum over nodes of each family's bound, of a
+partitioned one the partition's bound, as each was recorded.
 """
 
 from __future__ import annotations
@@ -23,23 +26,24 @@ from dataclasses import replace
 from functools import partial
 from pathlib import Path
 
-import autosched.compiler.compile as compile_mod
-from autosched.codegen import lowering_for
-from autosched.compiler import compile_model, library_choice, plain_memory_ns
-from autosched.frontend import ModelConfig, OpGraph, model_graph
+import autosched.compiler.builder as builder_mod
+from autosched.compiler import compile_step, library_choice, plain_memory_ns
+from autosched.families import family_of
+from autosched.ir import OpGraph, Step
 from autosched.lookup import lookup
+from autosched.pipeline import model_graph
 from search_spaces import Schedule, Workload
 from search_spaces.fusion import FULL_FUSION
 from sim.errors import AutoschedError, CapacityError, InternalError
 from sim.figures import gemv_figures
 from sim.hardware import Hardware
 from sim.hwio import LIMITS, load_hardware
-from sim.timing import simulate
+from sim.system import load_system
+from sim.timing import simulate, simulate_system
 
 from .cases import Case, KernelCase, ModelCase, TuneCase, case_kind, resolve_model
 from .results import CaseResult, OpFigures
 from .sources import ScheduleSource
-from .systems import is_system, system_result
 from .tuned import TUNED_PATH, open_schedules
 
 __all__ = ["Runner", "run_case"]
@@ -73,8 +77,6 @@ class Runner:
         kind = case_kind(case)
         try:
             if isinstance(case, ModelCase):
-                if is_system(case.hw):
-                    return system_result(case, self.repeats)
                 return self._model(case)
             if isinstance(case, KernelCase):
                 return self._kernel(case)
@@ -118,11 +120,12 @@ class Runner:
             return {k: c.schedule for k, c in self.tuned().choices(graph, hw).items()}
         return "library" if case.schedules == "library" else None
 
-    def _step(self, case: ModelCase) -> tuple[ModelConfig, Hardware, OpGraph]:
+    def _step(self, case: ModelCase) -> tuple[Step, Hardware, OpGraph]:
         cfg, hw = resolve_model(case.model), load_hardware(case.hw)
         fusion = dict(FULL_FUSION) if case.fusion == "full" else {}
-        return cfg, hw, model_graph(cfg, fusion=fusion, phase=case.phase, batch=case.batch,
-                                    context=case.context)[1]
+        step = Step(cfg, case.phase, case.batch, case.context)
+        return step, hw, model_graph(cfg, fusion=fusion, phase=case.phase, batch=case.batch,
+                                     context=case.context)[1]
 
     def kernels_alone(self, case: ModelCase) -> tuple[OpFigures, ...]:
         """Per distinct operator of the step, its kernel built and simulated alone, without
@@ -135,20 +138,22 @@ class Runner:
         return self._op_rows(graph, hw, schedules)
 
     def _model(self, case: ModelCase) -> CaseResult:
-        cfg, hw, graph = self._step(case)
-        step = dict(phase=case.phase, batch=case.batch, context=case.context)
+        if load_system(case.hw).devices > 1:
+            return self._partitioned(case)
+        step, hw, graph = self._step(case)
         schedules = self._schedules(case, graph, hw)
         compile_s, simulate_s, seen = [], [], set()
         info: dict[str, float] = {}
         if case.grow:
-            hw = self._grown(cfg, hw, graph, schedules, step)
+            hw = self._grown(step, hw, graph, schedules)
             if hw.org.rows_per_bank != load_hardware(case.hw).org.rows_per_bank:
                 info["rows_per_bank"] = hw.org.rows_per_bank
+        system = load_system(hw)
         for _ in range(self.repeats):
-            compile_mod._build.cache_clear()  # lower every kernel again: the cold compile
-            cm, t = _timed(lambda: compile_model(cfg, hw, graph=graph, schedules=schedules,
-                                                 **step))
-            res, ts = _timed(lambda cm=cm: simulate(cm.program, hw))
+            builder_mod._build.cache_clear()  # lower every kernel again: the cold compile
+            cm, t = _timed(lambda: compile_step(step, system, graph=graph,
+                                                schedules=schedules))
+            res, ts = _timed(lambda cm=cm: simulate_system(cm.program, system))
             compile_s.append(t)
             simulate_s.append(ts)
             seen.add((res.latency_ns, res.energy_pj))
@@ -163,19 +168,46 @@ class Runner:
         info.update({"tokens_per_s": tokens / (res.latency_ns * 1e-9),
                      "latency_over_bound": res.latency_ns / bound})
         if case.baseline:
-            figures["baseline_ns"] = plain_memory_ns(cfg, hw, **step)
+            figures["baseline_ns"] = plain_memory_ns(step, system)
             info["speedup_vs_baseline"] = figures["baseline_ns"] / res.latency_ns
         wall = {"compile_s": statistics.median(compile_s),
                 "simulate_s": statistics.median(simulate_s)}
         return CaseResult(case.id, "model", figures, ops, wall, info)
 
+    def _partitioned(self, case: ModelCase) -> CaseResult:
+        """A step on a system of several devices, partitioned as ``autosched simulate``
+        chooses: its gated figures are latency, energy and the partition's bound; the
+        partition and the communication share are information. Per-operator rows are not
+        taken (an operator is split across devices)."""
+        from autosched.compiler import simulate_step
+
+        if case.schedules != "default":
+            raise AutoschedError(f"{case.id}: a case on several devices takes the default "
+                                 f"schedules, not {case.schedules!r}")
+        fusion = dict(FULL_FUSION) if case.fusion == "full" else {}
+        system = load_system(case.hw)
+        step = Step(resolve_model(case.model), case.phase, case.batch, case.context)
+        runs = [simulate_step(step, system, fusion=fusion, baseline=False, ops=False)
+                for _ in range(self.repeats)]
+        seen = {(f.latency_ns, f.energy_pj) for f in runs}
+        if len(seen) != 1:
+            raise InternalError(f"{case.id}: {len(seen)} different simulated results over "
+                                f"{self.repeats} identical runs: {sorted(seen)}")
+        f = runs[0]
+        figures = {"latency_ns": f.latency_ns, "energy_pj": f.energy_pj, "bound_ns": f.bound_ns}
+        info = {"tokens_per_s": f.tokens_per_s, "latency_over_bound": f.latency_ns / f.bound_ns,
+                "comm_share": f.comm_share, "tp": float(f.partition.get("tp", 1)),
+                "pp": float(f.partition.get("pp", 1))}
+        wall = {"simulate_s": statistics.median(r.sim_wall_s for r in runs)}
+        return CaseResult(case.id, "model", figures, (), wall, info)
+
     @staticmethod
-    def _grown(cfg: ModelConfig, hw: Hardware, graph: OpGraph,
-               schedules: dict[str, Schedule] | str | None, step: dict) -> Hardware:
+    def _grown(step: Step, hw: Hardware, graph: OpGraph,
+               schedules: dict[str, Schedule] | str | None) -> Hardware:
         """``hw``, or ``hw`` with the rows per bank (a power of two) the step's program
         needs when it does not fit (``ModelCase.grow``); every timing is unchanged."""
         try:
-            compile_model(cfg, hw, graph=graph, schedules=schedules, **step)
+            compile_step(step, load_system(hw), graph=graph, schedules=schedules)
             return hw
         except CapacityError as e:
             per_row = e.capacity // hw.org.rows_per_bank
@@ -188,7 +220,7 @@ class Runner:
     def _bound(self, w: Workload, hw: Hardware) -> float:
         key = (w.key, hw.fingerprint)
         if key not in self._bounds:
-            self._bounds[key] = lowering_for(w).bound(w, hw)
+            self._bounds[key] = family_of(w).bound(w, hw)
         return self._bounds[key]
 
     def _op_rows(self, graph: OpGraph, hw: Hardware, schedules: dict[str, Schedule]
@@ -205,7 +237,7 @@ class Runner:
                 raise InternalError(f"{key}: one workload compiled with several schedules")
             memo = (key, s.key, hw.fingerprint)
             if memo not in self._ops:
-                res = simulate(compile_mod._build(w, s, hw).program, hw)
+                res = simulate(builder_mod._build(w, s, hw).program, hw)
                 self._ops[memo] = (res.latency_ns, res.energy_pj)
             lat, energy = self._ops[memo]
             roles = tuple(dict.fromkeys(n.role for n in nodes))
@@ -216,7 +248,8 @@ class Runner:
     # -- library kernels and searches -------------------------------------------------
 
     def _kernel(self, case: KernelCase) -> CaseResult:
-        runs = [gemv_figures(case.hw, case.n, case.k, case.batch) for _ in range(self.repeats)]
+        hw = load_hardware(case.hw)
+        runs = [gemv_figures(hw, case.n, case.k, case.batch) for _ in range(self.repeats)]
         if len({(r["latency_ns"], r["energy_pj"]) for r in runs}) != 1:
             raise InternalError(f"{case.id}: identical runs simulated differently")
         r = runs[0]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import abc
 
 from autosched.database import Database
-from autosched.frontend import OpGraph
+from autosched.ir import OpGraph
 from autosched.lookup import LookupResult, lookup
 from sim.hardware import Hardware
 

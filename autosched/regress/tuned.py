@@ -17,10 +17,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autosched.codegen.registry import space_of
 from autosched.database import Database, open_database
-from autosched.frontend import OpGraph
-from autosched.lookup import LookupResult
+from autosched.families.registry import space_of
+from autosched.ir import OpGraph
+from autosched.lookup import LookupKind, LookupResult
 from autosched.measure.record import RecordKey
 from search_spaces import Schedule, Workload
 from search_spaces.errors import ScheduleError
@@ -69,7 +69,7 @@ class TunedExport(ScheduleSource):
                 f"{len(missing)} workload(s) ({', '.join(missing[:3])}"
                 f"{', ...' if len(missing) > 3 else ''}): regenerate it with "
                 "python -m experiments.regress_tune")
-        return {n.name: LookupResult("exact", n.workload, entries[n.workload.key].schedule)
+        return {n.name: LookupResult(LookupKind.EXACT, n.workload, entries[n.workload.key].schedule)
                 for n in graph}
 
     def merged(self, other: TunedExport) -> TunedExport:

@@ -30,7 +30,7 @@ from search_spaces import Schedule, Space, Workload
 from sim.errors import AutoschedError
 from sim.hardware import Hardware
 
-from ..codegen.registry import build
+from ..families import build
 from .study import CONSTRAINT, learns_validity
 
 __all__ = ["CandidatePool", "Pending"]

@@ -1,6 +1,6 @@
 """A cheap stand-in for the cost model over a whole enumerated space.
 
-Lowering a point to featurise it costs about as much as simulating a small one, so the
+Family a point to featurise it costs about as much as simulating a small one, so the
 cost model can rank only points already lowered. A :class:`SpaceSurrogate` learns the
 cost model's scores of the lowered points from the points' own encodings (each
 parameter's value, one-hot choices; the slots of :meth:`Space.features`) and scores

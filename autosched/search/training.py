@@ -11,8 +11,8 @@ from sim.errors import AutoschedError
 from sim.hardware import Hardware
 from sim.hwio import list_presets, load_hardware
 
-from ..codegen.registry import build, lowering_for
 from ..database import Database
+from ..families import build, family_of
 
 __all__ = ["HISTORY_LIMIT", "TrainingSet", "known_hardware"]
 
@@ -62,7 +62,7 @@ class TrainingSet:
                     or f"{m.workload.key}@{m.hw_fingerprint}" in skip):
                 continue
             try:
-                space = lowering_for(m.workload).space(m.workload, hw)
+                space = family_of(m.workload).space(m.workload, hw)
                 if (m.schedule.space, m.schedule.version) != (space.name, space.version):
                     continue
                 point = m.schedule.point

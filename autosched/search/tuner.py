@@ -29,8 +29,8 @@ from sim import SIM_VERSION
 from sim.errors import check
 from sim.hardware import Hardware
 
-from ..codegen.registry import lowering_for
 from ..database import Database, open_database
+from ..families import family_of
 from ..measure import MeasureInput, Runner
 from .moves import around
 from .pool import CandidatePool
@@ -72,7 +72,7 @@ class TaskTuner:
         self.db, self.runner, self.cost_model = open_database(db), runner, cost_model
         self.multi_objective = multi_objective
         self.training = training if training is not None else TrainingSet()
-        self.lowering = lowering_for(workload)
+        self.lowering = family_of(workload)
         self.space = self.lowering.space(workload, hw)
         name = (f"{workload.key}@{hw.fingerprint}/{self.space.name}v{self.space.version}"
                 f"/sim{SIM_VERSION}/{'multi' if multi_objective else 'latency'}")

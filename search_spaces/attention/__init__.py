@@ -1,5 +1,9 @@
 """Attention over a KV cache: its schedule space, the cache layout (its one home) and the
-layout's rules."""
+layout's rules.
+
+Workload ``attention``: b (batch), q (query tokens), h (query heads), kvh (KV heads),
+d (head dim), l (context length including the new tokens).
+"""
 
 from search_spaces.attention.geometry import (
     AttnPlan,
@@ -17,7 +21,8 @@ from search_spaces.attention.space import (
     shape_of,
 )
 
-__all__ = ["ATTN_RULES", "AttnPlan", "AttnShape", "Piece", "TensorLayout", "attention_default",
-           "attention_shape", "attention_space", "cache_rows", "capacity_of",
-           "channels_used", "plan_attention",
-           "qrow_options", "shape_of"]
+DIMS = {"attention": ("b", "q", "h", "kvh", "d", "l")}
+
+__all__ = ["ATTN_RULES", "DIMS", "AttnPlan", "AttnShape", "Piece", "TensorLayout",
+           "attention_default", "attention_shape", "attention_space", "cache_rows",
+           "capacity_of", "channels_used", "plan_attention", "qrow_options", "shape_of"]

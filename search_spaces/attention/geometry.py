@@ -2,7 +2,7 @@
 
 The one home of the layout: the attention space's constraints are the rules this plan
 checks (:mod:`.rules`, which also derives the padded widths), and the code generator
-(``autosched.codegen.families.attention``) lowers the plan.
+(``autosched.families.attention``) lowers the plan.
 
 Channels: ``batch_split * seq_split`` streams, stream ``k = bj * seq_split + si`` on
 channels ``[k * kv_channels, (k + 1) * kv_channels)``; batch group ``bj`` holds the ``bpb = b /

@@ -112,7 +112,9 @@ def attention_space(workload: Workload, hw: Hardware) -> Space:
     if "v_units" in present:
         params += (Param("head_pad", Categorical((sh.dk,))),
                    Param("v_units", Categorical(sh.v_options())))
-    return Space("attention", VERSION, params, _rules(sh))
+    d = workload.dims  # q k^T and p v over the whole context
+    return Space("attention", VERSION, params, _rules(sh),
+                 macs=2.0 * d["b"] * d["q"] * d["h"] * d["l"] * d["d"])
 
 
 def attention_default(workload: Workload, hw: Hardware) -> dict:

@@ -149,7 +149,8 @@ def gemv_space(workload: Workload, hw: Hardware) -> Space:
     if p.banks_per_unit == 2:
         params.append(Param("interleave", domains["interleave"], _PIM))
     cons = _rules(hw, m, n, k, {p.name for p in params}, resident_layout(workload, hw))
-    return Space(workload.op, GEMV_VERSION, tuple(params), tuple(cons))
+    return Space(workload.op, GEMV_VERSION, tuple(params), tuple(cons),
+                 macs=float(m * n * k))
 
 
 def point_opts(point: dict) -> GemvOpts:

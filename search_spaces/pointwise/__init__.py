@@ -1,4 +1,10 @@
-"""The small families (rmsnorm, rope, elementwise, embedding, argmax): placement spaces."""
+"""The small families: placement spaces.
+
+Workloads: ``rmsnorm`` (m, n), ``rope`` (m, h heads rotated, d), ``elementwise`` (m, n;
+attr ``fn``: add | mul | silu | silu_mul), ``embedding`` (m, n hidden, v vocabulary),
+``argmax`` (m, n), ``extern`` (m, n: an op of the model no family covers, run on the host;
+attrs ``fn``, ``ins`` and ``params`` (shapes read), ``flops``).
+"""
 
 from search_spaces.pointwise.space import (
     DEFAULT_EPS,
@@ -12,5 +18,9 @@ from search_spaces.pointwise.space import (
     pointwise_space,
 )
 
-__all__ = ["DEFAULT_EPS", "ELEMENTWISE_FNS", "PIM_BINARY_FNS", "POINTWISE_FAMILIES", "VERSION",
-           "pim_unavailable", "pointwise_default", "pointwise_library", "pointwise_space"]
+DIMS = {"rmsnorm": ("m", "n"), "rope": ("m", "h", "d"), "elementwise": ("m", "n"),
+        "embedding": ("m", "n", "v"), "argmax": ("m", "n"), "extern": ("m", "n")}
+
+__all__ = ["DEFAULT_EPS", "DIMS", "ELEMENTWISE_FNS", "PIM_BINARY_FNS", "POINTWISE_FAMILIES",
+           "VERSION", "pim_unavailable", "pointwise_default", "pointwise_library",
+           "pointwise_space"]

@@ -1,4 +1,4 @@
-"""Spaces of the small families: rmsnorm, rope, elementwise, embedding, argmax, host.
+"""Spaces of the small families: rmsnorm, rope, elementwise, embedding, argmax, extern.
 
 Each space has one parameter, ``placement``. The host runs every family as one host op
 over all rows: the host's cost is a fixed dispatch overhead plus a roofline on a few
@@ -25,7 +25,7 @@ __all__ = ["DEFAULT_EPS", "ELEMENTWISE_FNS", "PIM_BINARY_FNS", "POINTWISE_FAMILI
 
 VERSION = 1
 DEFAULT_EPS = 1e-5  # RMSNorm eps of a workload without an ``eps`` attr (Llama's value)
-POINTWISE_FAMILIES = ("rmsnorm", "rope", "elementwise", "embedding", "argmax", "host")
+POINTWISE_FAMILIES = ("rmsnorm", "rope", "elementwise", "embedding", "argmax", "extern")
 ELEMENTWISE_FNS = ("add", "mul", "silu", "silu_mul")
 PIM_BINARY_FNS = ("add", "mul")
 

@@ -17,13 +17,11 @@ from collections.abc import Iterator
 import numpy as np
 
 from ..errors import ProgramError, SimError
-from ..hardware import Hardware, System
+from ..hardware import Hardware, System, as_system, require_hardware
 from ..host_ops import run as run_host_op
-from ..hwio import load_hardware
 from ..isa import Affine, HostOp, Send, Signal, Wait
 from ..program import Loop, Node, Program, Stream, walk
 from ..sysprog import SystemProgram, validate_system
-from ..system import load_system
 from ..validate import validate
 from .memory import DeviceMemory
 from .pim_ops import PIM_HANDLERS
@@ -143,7 +141,7 @@ def execute(program: Program, hw: Hardware | str, mem: DeviceMemory,
     Returns every host buffer's final contents, flat float32. Raises ProgramError for a
     malformed program and SimError for a run-time fault (no open row, deadlock).
     """
-    hw = load_hardware(hw)
+    hw = require_hardware(hw, "execute")
     _same_hw(mem, hw)
     validate(program, hw)
     host = HostBuffers(program, inputs)
@@ -159,7 +157,7 @@ def execute_system(sp: SystemProgram, system: System | Hardware | str,
                    inputs: dict[int, dict[str, np.ndarray]]) -> dict[int, dict[str, np.ndarray]]:
     """Run a system program: device ``d`` uses ``mems[d]`` (mutated) and host inputs
     ``inputs[d]``; returns every device's host buffers. Semantics as :func:`execute`."""
-    system = load_system(system)
+    system = as_system(system, "execute_system")
     validate_system(sp, system)
     hw = system.device
     groups: list[list[_Device]] = []

@@ -14,11 +14,9 @@ import gc
 from collections.abc import Iterator
 
 from ..errors import SimError
-from ..hardware import Hardware, Link, System
-from ..hwio import load_hardware
+from ..hardware import Hardware, Link, System, as_system, require_hardware
 from ..program import Program, Stream
 from ..sysprog import SystemProgram, validate_system
-from ..system import load_system
 from ..validate import validate
 from .channel import Channel
 from .compile import Compiled, Placement, compile_stream
@@ -89,8 +87,8 @@ def _fold(hw: Hardware, program: Program, producer: dict[str, str], place: Place
     return out
 
 
-def simulate(program: Program, hw: Hardware | str, *, extrapolate: bool = True) -> SimResult:
-    """Time ``program`` on ``hw`` (a Hardware or anything ``load_hardware`` accepts).
+def simulate(program: Program, hw: Hardware, *, extrapolate: bool = True) -> SimResult:
+    """Time ``program`` on ``hw``.
 
     The program is validated first (:func:`sim.validate.validate`): an invalid one raises
     :class:`~sim.errors.ProgramError` and is never timed.
@@ -98,17 +96,17 @@ def simulate(program: Program, hw: Hardware | str, *, extrapolate: bool = True) 
     The cyclic garbage collector is paused meanwhile: the simulator allocates many small
     acyclic tuples, and collections over a large program's objects would dominate.
     """
-    hw = load_hardware(hw)
+    hw = require_hardware(hw, "simulate")
     validate(program, hw)  # the one rule set: nothing invalid is ever timed
     return _paused(lambda: _run(((program, (0,)),), hw, None, 1, extrapolate)[0])
 
 
-def simulate_system(sp: SystemProgram, system: System | Hardware | str, *,
+def simulate_system(sp: SystemProgram, system: System | Hardware, *,
                     extrapolate: bool = True) -> SystemResult:
     """Time a system program: every group once on a representative device (the devices
     of a group run alike), groups and links together. Validated first
     (:func:`sim.sysprog.validate_system`)."""
-    system = load_system(system)
+    system = as_system(system, "simulate_system")
     validate_system(sp, system)
     groups = tuple((g.program, g.devices) for g in sp.groups)
     results = _paused(lambda: _run(groups, system.device, system.link, system.devices,

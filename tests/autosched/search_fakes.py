@@ -4,14 +4,14 @@
 order, interleave, double buffering), lowers every point with the shipped PIM GEMV kernel
 and can be told to fail on chosen points, so tests of the tuner, the scheduler and the
 runners control failures and exhaust a space quickly. Install it with
-``monkeypatch.setitem(LOWERINGS, "gemv", FakeGemvLowering(...))``.
+``monkeypatch.setitem(FAMILIES, "gemv", FakeGemvLowering(...))``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from autosched.codegen import Lowering
+from autosched.families import Family
 from search_spaces import Categorical, PowersOfTwo, Space, Workload
 from sim.bound import bound as program_bound
 from sim.errors import AutoschedError
@@ -25,7 +25,7 @@ class FakeLoweringError(AutoschedError):
     """Raised by :class:`FakeGemvLowering` for the points its ``fail`` predicate selects."""
 
 
-class FakeGemvLowering(Lowering):
+class FakeGemvLowering(Family):
     """GEMV ``y[m, n] = x[m, k] W[n, k]^T`` through the shipped kernel; a test double.
 
     ``fail(point)`` true makes ``lower`` raise :class:`FakeLoweringError`; ``max_split``
@@ -33,7 +33,7 @@ class FakeGemvLowering(Lowering):
     bound over every point of the space, hence a true lower bound of every schedule.
     """
 
-    families = ("gemv",)
+    ops = ("gemv",)
 
     def __init__(self, fail: Callable[[dict], bool] | None = None, max_split: int = 4,
                  version: int = 1) -> None:
@@ -54,6 +54,9 @@ class FakeGemvLowering(Lowering):
             Param("interleave", Categorical((False, True))),
             Param("double_buffer", Categorical((False, True))),
         ))
+
+    def reference(self, node, ops, tensors, env):
+        raise AssertionError("the fake GEMV is measured, never evaluated")
 
     def default(self, workload: Workload, hw: Hardware) -> dict:
         return {"mode": "bcast", "k_split": 1, "loop_order": "row_outer",

@@ -62,8 +62,8 @@ def test_a_device_whose_cache_overflows_takes_denser_layouts_as_one_device_does(
     and under pp=2 each device's KV cache fits only in denser attention layouts; every
     stage compiles with them (as a single device's plan does) and the step simulates,
     where it used to be refused."""
+    from autosched.api import compile_model
     from autosched.compiler.partition import Partition
-    from autosched.compiler.system_compile import compile_system
     from sim.hwio import load_hardware
     from sim.system import load_system
     from sim.timing import simulate_system
@@ -74,7 +74,7 @@ def test_a_device_whose_cache_overflows_takes_denser_layouts_as_one_device_does(
                           "link": {"bandwidth_gbps": 64.0, "latency_ns": 500.0,
                                    "topology": "switch"}})
     for part in (Partition.even(2, 1, 4), Partition.even(1, 2, 4)):  # tp=2; pp=2 (stages)
-        cs = compile_system("llama-tiny", system, part, batch=16, context=512)
+        cs = compile_model("llama-tiny", system, partition=part, batch=16, context=512)
         for stage in cs.stages:
             assert stage.budget.fits
             attn = [c.kind for n, c in stage.choices.items() if n.endswith(".attn")]
@@ -87,18 +87,17 @@ def test_the_full_fusion_plan_runs_over_stages_and_shards(quad, partition) -> No
     """Over pipeline stages the embedding's norm and the LM head's argmax stay fused (on
     the first and last stage); over tensor-parallel shards the argmax is left unfused
     (each shard holds a slice of the vocabulary), and both check against torch."""
+    from autosched.api import run_check
+    from autosched.compiler import partition_graph
     from autosched.compiler.partition import Partition
-    from autosched.compiler.system_compile import system_graph
-    from autosched.compiler.system_run import run_check_system
-    from autosched.frontend import get_model_config
+    from autosched.pipeline import step_of
     from search_spaces.fusion import FULL_FUSION
 
     tp, pp = partition
     part = Partition.even(tp, pp, 4)
-    cfg = get_model_config("llama-tiny")
-    graph = system_graph(cfg, part, phase="decode", batch=1, context=8, fusion=FULL_FUSION)
+    graph = partition_graph(step_of("llama-tiny", context=8), part, FULL_FUSION)
     head = graph.node("lm_head").workload.attr("epilogue")
     assert head == ("argmax" if tp == 1 else None)
     assert graph.node("embed").workload.attr("epilogue") == ("rmsnorm" if tp == 1 else None)
-    rep = run_check_system("llama-tiny", quad, part, steps=3, fusion=FULL_FUSION)
+    rep = run_check("llama-tiny", quad, partition=part, steps=3, fusion=FULL_FUSION)
     assert rep.passed, rep

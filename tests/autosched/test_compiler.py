@@ -8,13 +8,12 @@ import numpy as np
 import pytest
 import torch
 
-import autosched.compiler.compile as compile_mod
+import autosched.compiler.builder as compile_mod
+from autosched.api import compile_model, run_check, simulate_model
 from autosched.cli import main
-from autosched.compiler import compile_model, run_check, simulate_model
 from autosched.frontend import ModelConfig
 from autosched.frontend.source import load_source
 from search_spaces.fusion import FULL_FUSION
-from sim.functional import DeviceMemory, execute
 
 # odd shapes everywhere: 5 query heads on 1 KV head (GQA 5), prime intermediate and vocab,
 # attention biases and tied embeddings (qwen2)
@@ -42,15 +41,17 @@ def test_fused_plan_matches_torch() -> None:
 
 
 def test_check_fails_on_wrong_weights(monkeypatch) -> None:
-    real = compile_mod.node_weights
+    from autosched.families.gemv import GemvFamily
 
-    def corrupt(model, node):
-        out = real(model, node)
+    real = GemvFamily.weights
+
+    def corrupt(self, model, node):
+        out = real(self, model, node)
         if node.role == "ffn_down" and node.layer == 1:
             out = {"W": out["W"] * 1.25}
         return out
 
-    monkeypatch.setattr(compile_mod, "node_weights", corrupt)
+    monkeypatch.setattr(GemvFamily, "weights", corrupt)
     assert not run_check("llama-tiny", "aim-gddr6", steps=2).passed
 
 
@@ -62,10 +63,10 @@ def test_prefill_with_several_rows_matches_torch(fusion) -> None:
     hw = "aim-gddr6"
     cm = compile_model("llama-tiny", hw, phase="prefill", context=3, fusion=fusion)
     src = load_source(cm.cfg, dtype="bf16")
-    mem = DeviceMemory(cm.hw)
-    cm.place(mem, src.weights)
+    mems = cm.memories()
+    cm.place(mems, src.weights)
     ids = np.array([[5, 17, 3]])
-    out = execute(cm.program, cm.hw, mem, cm.inputs(src.weights, ids, np.arange(3)))
+    out = cm.outputs(cm.execute(mems, src.weights, ids, np.arange(3)))
     cache = StaticCache(config=src.reference.config, max_cache_len=3)
     with torch.no_grad():
         want = src.reference(input_ids=torch.from_numpy(ids), cache=cache, use_cache=True,
@@ -87,7 +88,7 @@ def test_cli_compile_simulate_run(tmp_path, capsys) -> None:
     prog = tmp_path / "p.json"
     assert main(["compile", "--model", "llama-tiny", "-o", str(prog), "--asm",
                  str(tmp_path / "p.s")]) == 0
-    assert json.loads(prog.read_text())["streams"]
+    assert json.loads(prog.read_text())["groups"][0]["program"]["streams"]
     assert ".stream host host" in (tmp_path / "p.s").read_text()
     capsys.readouterr()
     assert main(["simulate", "--model", "llama-tiny", "--hw", "aim-gddr6", "--json",
@@ -141,12 +142,12 @@ def test_invalid_lowering_is_an_internal_error_exit_1(monkeypatch, capsys) -> No
     """A lowering that emits an invalid program is stopped before timing, named, exit 1."""
     import dataclasses
 
-    from autosched.codegen.registry import lowering_for
+    from autosched.families.registry import family_of
     from search_spaces import Workload
     from sim.isa import Pre
     from sim.program import Stream
 
-    low = lowering_for(Workload.make("rmsnorm", m=1, n=8))
+    low = family_of(Workload.make("rmsnorm", m=1, n=8))
     real = type(low).lower
 
     def broken(self, workload, point, hw):

@@ -5,9 +5,10 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from autosched.compiler.choose import choose_partition
 from autosched.compiler.partition import Partition, candidates, tp_reasons
-from autosched.compiler.system_figures import choose_partition
 from autosched.frontend import get_model_config
+from autosched.pipeline import step_of
 from sim.system import load_system
 
 
@@ -32,8 +33,7 @@ def test_candidates_split_evenly() -> None:
 
 def test_70b_needs_nine_devices_and_the_fastest_fitting_comes_first() -> None:
     sysm = load_system("hbm-pim-x16")
-    rows = choose_partition(get_model_config("llama2-70b"), sysm, phase="decode", batch=1,
-                            context=128)
+    rows = choose_partition(step_of("llama2-70b", context=128), sysm)
     fit = [r for r in rows if r["fits"]]
     assert fit and rows[: len(fit)] == fit
     assert [r["estimate_ns"] for r in fit] == sorted(r["estimate_ns"] for r in fit)

@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from autosched.frontend import ModelError, OpGraph, OpNode, Task, capture, tasks
+from autosched.frontend import ModelError, capture
+from autosched.ir import OpGraph, OpNode, Task, tasks
 from search_spaces.workload import Workload
 
 W1 = Workload.make("gemv", m=1, n=64, k=64)

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from autosched.frontend import OpGraph, build_module, capture, get_model_config, tasks
+from autosched.frontend import build_module, capture, get_model_config
 from autosched.frontend.checkpoint import ModuleWeights
 from autosched.fusion import (
     FusedView,
@@ -17,6 +17,7 @@ from autosched.fusion import (
     operands,
     output_parts,
 )
+from autosched.ir import OpGraph, tasks
 from autosched.reference import evaluate
 from search_spaces import ScheduleError, Workload
 from search_spaces.fusion import FULL_FUSION, NO_FUSION, fusion_space

@@ -8,7 +8,7 @@ import signal
 
 import pytest
 
-from autosched.codegen.registry import LOWERINGS
+from autosched.families.registry import FAMILIES
 from autosched.measure import (
     LocalRunner,
     MeasureInput,
@@ -43,7 +43,7 @@ class BuggyLowering(FakeGemvLowering):
 @pytest.fixture
 def fake(monkeypatch: pytest.MonkeyPatch) -> FakeGemvLowering:
     low = FakeGemvLowering(fail=lambda p: p["k_split"] == 2 and p["mode"] == "lane")
-    monkeypatch.setitem(LOWERINGS, "gemv", low)
+    monkeypatch.setitem(FAMILIES, "gemv", low)
     return low
 
 
@@ -96,7 +96,7 @@ def test_pool_equals_in_process(fake: FakeGemvLowering) -> None:
 @pytest.mark.parametrize("workers", [1, 2])
 def test_a_bug_propagates_naming_the_input(monkeypatch: pytest.MonkeyPatch, workers: int) -> None:
     low = BuggyLowering()
-    monkeypatch.setitem(LOWERINGS, "gemv", low)
+    monkeypatch.setitem(FAMILIES, "gemv", low)
     inputs = _inputs(low, "hbm-pim")
     bad = next(i for i in inputs if i.schedule.point["k_split"] == 4)
     with LocalRunner(workers) as runner, pytest.raises(ZeroDivisionError) as info:

@@ -6,8 +6,8 @@ import json
 from collections import Counter
 
 from autosched.cli import main
-from autosched.codegen.registry import LOWERINGS
 from autosched.database import SqlDatabase
+from autosched.families.registry import FAMILIES
 from autosched.search import tune_tasks
 from cost_models import make_cost_model
 from search_spaces import Schedule, Workload
@@ -40,7 +40,7 @@ def test_each_candidate_is_lowered_once(tmp_path, monkeypatch) -> None:
     measurement reuses its program), however many rounds it runs."""
     hw = load_hardware("aim-gddr6")
     w = Workload.make("gemv", m=1, n=256, k=256)
-    low = LOWERINGS["gemv"]
+    low = FAMILIES["gemv"]
     calls: Counter[str] = Counter()
     real = type(low).lower
 

@@ -81,7 +81,7 @@ def test_plot_draws_every_case(tmp_path: Path) -> None:
 
 
 def test_tuned_export_names_what_it_lacks(tmp_path: Path) -> None:
-    from autosched.frontend import model_graph
+    from autosched.pipeline import model_graph
     from sim.hwio import load_hardware
 
     hw = load_hardware("hbm-pim")
@@ -108,8 +108,8 @@ def test_checked_in_data_covers_the_suite(name: str) -> None:
     """Every tuned case of the suite finds every schedule, valid in today's spaces, and
     the suite has a baseline for exactly its cases (the full suite's tuned cases are
     checked by its baseline run: a missing schedule is an error there)."""
-    from autosched.codegen import lowering_for
-    from autosched.frontend import model_graph
+    from autosched.families import family_of
+    from autosched.pipeline import model_graph
     from autosched.regress import resolve_model
     from search_spaces.fusion import FULL_FUSION
     from sim.hwio import load_hardware
@@ -129,4 +129,4 @@ def test_checked_in_data_covers_the_suite(name: str) -> None:
         for node, choice in export.choices(graph, hw).items():
             w = graph.node(node).workload
             assert isinstance(choice.schedule, Schedule) and choice.workload == w
-            lowering_for(w).space(w, hw).check(choice.schedule.point)
+            family_of(w).space(w, hw).check(choice.schedule.point)

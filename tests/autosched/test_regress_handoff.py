@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from autosched.cli import main
-from autosched.frontend import model_graph
+from autosched.pipeline import model_graph
 from autosched.regress.handoff import compare_ops
 from autosched.regress.results import CaseResult, OpFigures
 from autosched.regress.tuned import TUNED_PATH

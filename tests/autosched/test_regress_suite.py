@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-import autosched.codegen.families.gemv.lowering as gemv_lowering
+import autosched.families.gemv.lowering as gemv_lowering
 from autosched.cli import main
 from autosched.regress.baseline import baseline_path
 from sim.isa import Act, Pre, WrGb, aff

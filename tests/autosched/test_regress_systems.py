@@ -1,22 +1,23 @@
-"""Regression cases on a system of several devices (``autosched.regress.systems``)."""
+"""Regression cases on a system of several devices (``autosched.regress.runner``)."""
 
 from __future__ import annotations
 
-from autosched.compiler.system_figures import simulate_system_model
+from autosched.api import simulate_model
 from autosched.regress import ModelCase, Runner
 from autosched.regress.suites import SYSTEM_PRESETS, get_suite
-from autosched.regress.systems import is_system
+from sim.system import load_system
 
 
 def test_system_presets_are_told_from_devices() -> None:
-    assert all(is_system(hw) for hw in SYSTEM_PRESETS)
-    assert not is_system("hbm-pim") and not is_system("aim-gddr6")
+    assert all(load_system(hw).devices > 1 for hw in SYSTEM_PRESETS)
+    assert load_system("hbm-pim").devices == load_system("aim-gddr6").devices == 1
 
 
 def test_a_system_case_is_the_simulate_figures_of_its_step() -> None:
     case = ModelCase("llama-tiny", "aim-gddr6-x16", context=16)
     res = Runner(repeats=2).run(case)
-    want, _ = simulate_system_model("llama-tiny", "aim-gddr6-x16", context=16, fusion={})
+    want = simulate_model("llama-tiny", "aim-gddr6-x16", context=16, fusion={},
+                          baseline=False, ops=False)
     assert res.ok and res.ops == ()
     assert res.figures == {"latency_ns": want.latency_ns, "energy_pj": want.energy_pj,
                            "bound_ns": want.bound_ns}

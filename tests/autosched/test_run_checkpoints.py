@@ -10,8 +10,8 @@ import pytest
 import torch
 import transformers
 
+from autosched.api import compile_model, run_check, simulate_model
 from autosched.cli import main
-from autosched.compiler import compile_model, run_check, simulate_model
 
 SMALL = dict(hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4,
              num_key_value_heads=2, vocab_size=101, max_position_embeddings=64)

@@ -7,8 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from autosched.codegen.registry import LOWERINGS
 from autosched.database import open_database
+from autosched.families.registry import FAMILIES
 from autosched.measure import LocalRunner
 from autosched.search import Progress, SearchError, TaskScheduler, TaskTuner, tune_tasks
 from cost_models.base import CostModel
@@ -29,7 +29,7 @@ SMALL = Workload.make("gemv", m=1, n=16, k=64)
 @pytest.fixture(autouse=True)
 def fake(monkeypatch: pytest.MonkeyPatch) -> FakeGemvLowering:
     low = FakeGemvLowering()
-    monkeypatch.setitem(LOWERINGS, "gemv", low)
+    monkeypatch.setitem(FAMILIES, "gemv", low)
     return low
 
 

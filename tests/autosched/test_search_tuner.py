@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from optuna.trial import TrialState
 
-from autosched.codegen.registry import LOWERINGS
 from autosched.database import open_database
+from autosched.families.registry import FAMILIES
 from autosched.measure import LocalRunner
 from autosched.search import SAMPLERS, SearchError, TaskTuner
 from cost_models.base import CostModel
@@ -29,7 +29,7 @@ HW = load_hardware("aim-gddr6")  # 3 modes x 3 splits x 2 x 2 x 2 = 72 points
 @pytest.fixture(autouse=True)
 def fake(monkeypatch: pytest.MonkeyPatch) -> FakeGemvLowering:
     low = FakeGemvLowering(fail=lambda p: p["k_split"] == 2 and p["loop_order"] == "tile_outer")
-    monkeypatch.setitem(LOWERINGS, "gemv", low)
+    monkeypatch.setitem(FAMILIES, "gemv", low)
     return low
 
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from optuna.trial import TrialState
 
-from autosched.codegen.registry import LOWERINGS
+from autosched.families.registry import FAMILIES
 from autosched.measure import LocalRunner
 from autosched.search import TaskTuner, learns_validity, make_sampler
 from autosched.search.ranking import select
@@ -86,7 +86,7 @@ class OnePoint(CostModel):
 
 def test_random_valid_points_join_the_ranked_proposals(tmp_path: Path, runner: LocalRunner,
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(LOWERINGS, "gemv", FakeGemvLowering())
+    monkeypatch.setitem(FAMILIES, "gemv", FakeGemvLowering())
     hw = load_hardware("aim-gddr6")
     w = Workload.make("gemv", m=1, n=64, k=256)
     model = OnePoint({})

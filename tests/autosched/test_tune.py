@@ -12,15 +12,17 @@ from dataclasses import dataclass
 
 import pytest
 
-import autosched.compiler.resident  # noqa: F401  (tune imports it under the fake compiler)
+import autosched.compiler as real_compiler  # its graph building is kept under the fakes
 import autosched.search.shared as shared  # the real job sharing, kept under the fake search
 from autosched import tune as tune_mod
-from autosched.codegen import Lowering
-from autosched.codegen import registry as registry_mod
 from autosched.database import open_database
-from autosched.frontend import ModelConfig, capture, model_graph, tasks
+from autosched.families import Family
+from autosched.families import registry as registry_mod
+from autosched.frontend import ModelConfig, capture
+from autosched.ir import tasks
 from autosched.lookup import lookup
 from autosched.measure.record import Measurement
+from autosched.pipeline import model_graph
 from autosched.tune import fusion_plans, tune
 from search_spaces import FAMILIES, IntRange, Param, Schedule, Space, Workload
 from search_spaces.fusion import FULL_FUSION
@@ -36,8 +38,8 @@ def fake_latency(w: Workload, p: int) -> float:
     return 100.0 * sum(w.dims.values()) / p
 
 
-class FakeLowering(Lowering):
-    families = tuple(FAMILIES)
+class FakeLowering(Family):
+    ops = tuple(FAMILIES)
 
     def space(self, workload, hw):
         return Space(f"fake_{workload.op}", 1, (Param("p", IntRange(1, POINTS)),))
@@ -50,6 +52,9 @@ class FakeLowering(Lowering):
 
     def bound(self, workload, hw):
         return fake_latency(workload, POINTS) / 2
+
+    def reference(self, node, ops, tensors, env):
+        raise AssertionError("the fake compiler never evaluates")
 
 
 @dataclass(frozen=True)
@@ -97,46 +102,50 @@ def fake_tune_tasks(tasks, hw, *, db, trials, workers, sampler, seed, cost_model
     return out
 
 
-def fake_simulate_model(model, hw, *, db=None, phase="decode", batch=1, context=None,
-                        fusion=None, baseline=True, graph=None, placement=None, ops=True):
-    graph = model_graph(model, phase=phase, batch=batch, context=context)[1]  # plans ignored
+def fake_simulate_step(step, system, *, db=None, fusion=None, baseline=True, graph=None,
+                       placement=None, ops=True, partition=None):
+    graph = model_graph(step.model, phase=step.phase, batch=step.batch,
+                        context=step.context)[1]  # plans ignored
     lat = 0.0
     for n in graph:
-        r = lookup(db, n.workload, hw)
+        r = lookup(db, n.workload, system.device)
         lat += fake_latency(n.workload, int(r.schedule.point["p"]))
     lat *= 0.5 if fusion and fusion.get("merge_qkv") else 1.0  # the fused plan is faster
     lat *= PLAN_FACTOR.get(placement or "auto", 1.0)
     return types.SimpleNamespace(latency_ns=lat, bound_ns=lat / 4, baseline_ns=lat * 3,
-                                 tokens_per_s=batch * 1e9 / lat, energy_pj=2.0 * lat, ops=[],
-                                 placement=placement or "auto")
+                                 tokens_per_s=step.batch * 1e9 / lat, energy_pj=2.0 * lat,
+                                 ops=[], placement=placement or "auto")
 
 
 PLAN_FACTOR = {"auto": 1.0, "pim": 1.5, "host": 2.0}
 
 
-def fake_choose_plan(model, hw, *, db=None, fusion=None, **step):
-    return {p: fake_simulate_model(model, hw, db=db, fusion=fusion, placement=p, **step)
+def fake_choose_plan(step, system, *, db=None, fusion=None, partition=None):
+    return {p: fake_simulate_step(step, system, db=db, fusion=fusion, placement=p)
             for p in PLAN_FACTOR}
 
 
-def fake_plain_memory_ns(model, hw, *, phase="decode", batch=1, context=None):
-    return 3 * fake_simulate_model(model, hw, phase=phase, batch=batch,
-                                   context=context).latency_ns
+def fake_plain_memory_ns(step, system, *, partition=None):
+    return 3 * fake_simulate_step(step, system).latency_ns
 
 
 @pytest.fixture
 def fakes(monkeypatch):
     """Install the doubles; returns the fake search module (its tune_tasks can be swapped)."""
     for fam in FAMILIES:
-        monkeypatch.setitem(registry_mod.LOWERINGS, fam, FakeLowering())
+        monkeypatch.setitem(registry_mod.FAMILIES, fam, FakeLowering())
     search = types.ModuleType("autosched.search")
     search.tune_tasks = fake_tune_tasks
     compiler = types.ModuleType("autosched.compiler")
-    compiler.simulate_model = fake_simulate_model
+    compiler.simulate_step = fake_simulate_step
     compiler.plain_memory_ns = fake_plain_memory_ns
     compiler.choose_plan = fake_choose_plan
     compiler.PLANS = tuple(PLAN_FACTOR)
-    compiler.plan_key = lambda model, phase, batch: f"{model}:{phase}:b{batch}"
+    compiler.Partition = real_compiler.Partition
+    compiler.choose_partition = lambda step, system: [
+        {"partition": real_compiler.Partition.single(step.model.layers), "fits": True}]
+    compiler.partition_graph = real_compiler.partition_graph
+    compiler.pin_graph = real_compiler.pin_graph
     monkeypatch.setitem(sys.modules, "autosched.search", search)
     monkeypatch.setitem(sys.modules, "autosched.search.shared", shared)
     monkeypatch.setitem(sys.modules, "autosched.compiler", compiler)

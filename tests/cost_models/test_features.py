@@ -56,7 +56,7 @@ def test_program_stats_hand_checked() -> None:
 
 
 def test_program_stats_bound_is_the_bound() -> None:
-    from autosched.codegen.registry import build
+    from autosched.families.registry import build
 
     w = Workload.make("attention", attrs={"capacity": 64}, b=2, q=1, h=8, kvh=4, d=32, l=40)
     pt = {"kv_channels": 2, "seq_split": 2, "batch_split": 2, "scores": "pim", "k_mode": "lane",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from autosched.compiler import simulate_model
+from autosched.api import simulate_model
 from experiments.bench_new_hw import HW_FILE, bank_bytes, physical_limit_ns
 from search_spaces import Workload
 from sim.hwio import load_hardware

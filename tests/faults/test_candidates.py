@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import time
 
-from autosched.codegen.registry import build, lowering_for
 from autosched.database import SqlDatabase
 from autosched.database.check import check_database
+from autosched.families.registry import build, family_of
 from autosched.measure import LocalRunner
 from autosched.measure import base as measure_base
 from autosched.search import tune_tasks
@@ -21,7 +21,7 @@ TASKS = [(Workload.make("gemv", m=1, n=64, k=256), 2), (Workload.make("gemv", m=
 
 
 def _default_program(w: Workload):
-    return build(w, lowering_for(w).default(w, HW), HW).program
+    return build(w, family_of(w).default(w, HW), HW).program
 
 
 def _tune(db: SqlDatabase, budget: int) -> int:

@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from sim.errors import ProgramError
+from sim.errors import HardwareError, ProgramError
 from sim.hwio import load_hardware
 from sim.isa import (
     Act,
@@ -58,7 +58,9 @@ def test_valid_program_passes() -> None:
     )
     validate(Program((Stream("pim0", "pim", (0, 1), body), host), BUFS), HBM)
     dot = pim(Act(0, 1, 0), Mac(0, 1, 0, 64, 0, 3, "dot", aff(0, ch=15)), channels=(0,))
-    validate(dot, "aim-gddr6")  # a preset name is accepted too
+    validate(dot, load_hardware("aim-gddr6"))
+    with pytest.raises(HardwareError, match="takes a Hardware.*load_hardware"):
+        validate(dot, "aim-gddr6")  # names are resolved once, by the caller
 
 
 CASES = [

@@ -1,0 +1,175 @@
+"""The ``gemv`` and ``gemm`` family: ``y[m, n] = x[m, k] @ W[n, k]^T`` with the host
+prologue and epilogues fusion gives it.
+
+Beside its kernel (:mod:`.lowering`) it answers for the weights: their bytes in the
+banks, the layout every step reads them in (:mod:`.resident`), the denser layouts a step
+takes when its memory plan overflows (:mod:`.fit`), its output's columns under each
+epilogue, the graph rewrites of fusion (:mod:`.fusion`), and its reference arithmetic.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import numpy as np
+
+from search_spaces import Schedule, Space, Workload
+from search_spaces.gemv import gemv_default, gemv_library, gemv_space
+from search_spaces.pointwise import DEFAULT_EPS
+from sim.errors import AutoschedError
+from sim.hardware import Hardware
+from sim.kernels import Kernel
+
+from ..base import Family, Option
+from ..common import head_split, joined, norm_weight, rms_norm, rope_tables, rotate, silu
+from . import fit, fusion
+from .attrs import gemv_attrs
+from .bound import gemv_bound, gemv_bound_terms
+from .lowering import gemv_kernel
+from .resident import pin_layout
+
+__all__ = ["GemvFamily"]
+
+Arr = np.ndarray
+
+
+class GemvFamily(Family):
+    """gemv and gemm: the space of ``search_spaces.gemv``, lowered by :mod:`.lowering`."""
+
+    ops: ClassVar[tuple[str, ...]] = ("gemv", "gemm")
+    in_banks: ClassVar[bool] = True
+    memory_kind: ClassVar[str | None] = "weights"
+
+    def space(self, workload: Workload, hw: Hardware) -> Space:
+        gemv_attrs(workload)
+        return gemv_space(workload, hw)
+
+    def default(self, workload: Workload, hw: Hardware) -> dict:
+        return gemv_default(workload, hw)
+
+    def library(self, workload: Workload, hw: Hardware) -> dict | None:
+        return gemv_library(workload, hw)
+
+    def lower(self, workload: Workload, point: dict, hw: Hardware) -> Kernel:
+        return gemv_kernel(workload, point, hw)
+
+    def bound(self, workload: Workload, hw: Hardware) -> float:
+        return gemv_bound(workload, hw)
+
+    def options(self, workload: Workload, hw: Hardware) -> tuple[Option, ...]:
+        t = gemv_bound_terms(workload, hw)
+        dev = max(t["pim_columns"], t["pim_banks"], t["pim_bus"])
+        host_host = t["host"] - t["host_weights"]  # a host GEMV's reads need no input
+        return (Option(dev, t["pim"] - dev, t["pim"]),
+                Option(t["host_weights"], host_host, host_host))
+
+    def side_point(self, workload: Workload, hw: Hardware, side: str) -> dict | None:
+        try:
+            return gemv_default(workload, hw, placement=side)
+        except AutoschedError:
+            return None
+
+    # ---- the workload in a step ----------------------------------------------------
+    def pin(self, workload: Workload, hw: Hardware, db: Any) -> Workload:
+        return pin_layout(workload, hw, db)
+
+    def shard(self, workload: Workload, dims: tuple[str, ...], tp: int) -> Workload:
+        w = super().shard(workload, dims, tp)
+        heads = w.attr("rope_heads")
+        if heads is None:  # a rotating qkv_proj's share holds 1/tp of q's and k's heads
+            return w
+        return Workload.make(w.op, w.dtype, {**dict(w.attrs), "rope_heads": int(heads) // tp},
+                             **w.dims)
+
+    # ---- memory --------------------------------------------------------------------
+    def weight_bytes(self, workload: Workload, hw: Hardware) -> int:
+        return workload.dims["n"] * workload.dims["k"] * hw.elem_bytes
+
+    def fit_memory(self, step: Any) -> dict[str, Schedule]:
+        return fit.dense_schedules(step, self.ops)
+
+    def follow_fit(self, graph: Any, one: Any) -> dict[str, Workload]:
+        layouts = fit.fitted_layouts(one, self.ops)
+        moved = {n.name: fit.follow(n.workload, layouts) for n in graph
+                 if n.workload.op in self.ops} if layouts else {}
+        return {k: w for k, w in moved.items() if w is not None}
+
+    # ---- graph ---------------------------------------------------------------------
+    def writes_norm(self, workload: Workload) -> bool:
+        """Its output is the residual sum, then that sum's RMS norm (``add_rmsnorm``)."""
+        return workload.attr("epilogue") == "add_rmsnorm"
+
+    def output_width(self, workload: Workload) -> int:
+        n, epi = workload.dims["n"], workload.attr("epilogue")
+        if self.writes_norm(workload):
+            return 2 * n
+        return n // 2 if epi == "silu_mul" else n + 1 if epi == "argmax" else n
+
+    def output_parts(self, graph: Any, node: Any) -> dict[str, tuple[int, int]]:
+        w, width = node.workload, self.output_width(node.workload)
+        if node.role == "qkv_proj":
+            q, kv = head_split(graph, node)
+            return {"q": (0, q), "k": (q, q + kv), "v": (q + kv, q + 2 * kv)}
+        if node.role == "gate_up" and w.attr("epilogue") != "silu_mul":
+            return {"gate": (0, width // 2), "up": (width // 2, width)}
+        if self.writes_norm(w):
+            return {"res": (0, width // 2), "norm": (width // 2, width)}
+        if w.attr("epilogue") == "argmax":
+            return {"out": (0, width - 1), "token": (width - 1, width)}
+        return super().output_parts(graph, node)
+
+    def operand_names(self, node: Any) -> tuple[str, ...]:
+        return ("x", "r") if node.workload.attr("epilogue") in ("add", "add_rmsnorm") \
+            else ("x",)
+
+    def fuse(self, graph: Any, plan: dict) -> Any:
+        return fusion.fuse(graph, plan)
+
+    def fuse_weights(self, graph: Any, plan: dict, weights: dict) -> dict:
+        return fusion.fuse_weights(graph, plan, weights)
+
+    # ---- numbers -------------------------------------------------------------------
+    def tensors(self, workload: Workload) -> tuple[str, ...]:
+        return ("W",)
+
+    def weights(self, source: Any, node: Any) -> dict[str, Arr]:
+        return {"W": joined(source, node, "W")}
+
+    def constants(self, source: Any, node: Any, positions: Arr) -> dict[str, Arr]:
+        w, out = node.workload, {}
+        if w.attr("bias", 0):
+            out["b"] = joined(source, node, "b")
+        if w.attr("prologue") == "rmsnorm":
+            out["norm_w"] = norm_weight(source, node, "norm_w", w.dims["k"])
+        if w.attr("epilogue") == "rope":
+            out["cos"], out["sin"] = rope_tables(source, node, positions,
+                                                 int(w.attr("rope_d")))
+        if self.writes_norm(w):
+            out["out_norm_w"] = norm_weight(source, node, "out_norm_w", w.dims["n"])
+        return out
+
+    def reference(self, node, ops, tensors, env) -> Arr:
+        w, x = node.workload, ops["x"]
+        if w.attr("prologue") == "rmsnorm":
+            x = rms_norm(x, tensors["norm_w"], float(w.attr("eps", DEFAULT_EPS)))
+        z = x @ np.asarray(tensors["W"], np.float64).T
+        if w.attr("bias", 0):
+            z = z + tensors["b"]
+        epi = w.attr("epilogue")
+        if epi in ("add", "add_rmsnorm"):
+            z = z + ops["r"]
+        if epi == "add_rmsnorm":
+            eps = float(w.attr("out_eps", DEFAULT_EPS))
+            z = np.concatenate([z, rms_norm(z, tensors["out_norm_w"], eps)], axis=1)
+        elif epi == "silu_mul":
+            half = z.shape[1] // 2
+            z = silu(z[:, :half]) * z[:, half:]
+        elif epi == "argmax":
+            z = np.concatenate([z, np.argmax(z, axis=-1).astype(np.float64)[:, None]], axis=1)
+        elif epi == "rope":
+            heads, d = int(w.attr("rope_heads")), int(w.attr("rope_d"))
+            cos, sin = env.tables(d)
+            m = z.shape[0]
+            z = np.concatenate([rotate(z[:, :heads * d].reshape(m, heads, d), cos, sin)
+                                .reshape(m, -1), z[:, heads * d:]], axis=1)
+        return z

@@ -1,0 +1,247 @@
+"""The GEMV family's fusion rules: a plan rewrites an operator graph, and the weights to
+match.
+
+``fuse(graph, plan)`` (plan: a point of ``search_spaces.fusion.fusion_space``, checked
+by the caller) returns a new :class:`OpGraph` whose nodes carry the fused workloads:
+merged linears are named ``l{i}.qkv_proj`` / ``l{i}.gate_up`` (roles ``qkv_proj``,
+``gate_up``; parameter names of the parts joined by ``|`` in order), absorbing linears
+(and the embedding) keep their name and role with new attrs (``prologue``, ``eps``,
+``epilogue``, ``out_eps``), removed nodes' consumers read the node that replaced them.
+``fuse_weights`` gives the weights of the fused graph (merged ``W``/``b`` concatenated in
+q|k|v and gate|up order, ``norm_w`` / ``out_norm_w`` from the absorbed norm's ``w``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+import numpy as np
+
+from autosched.ir import FusionError, OpGraph, OpNode
+from search_spaces import Workload
+from search_spaces.pointwise import DEFAULT_EPS
+
+__all__ = ["fuse", "fuse_weights"]
+
+_LINEAR = ("gemv", "gemm")
+
+
+def _rows(w: Workload) -> int:
+    from ..registry import family_of
+
+    return family_of(w).rows(w)
+
+
+@dataclass
+class _State:
+    nodes: list[OpNode]
+    origin: dict[str, tuple[str, ...]]  # linear node -> original nodes whose W it stacks
+    norm: dict[str, str]  # node with a prologue -> the norm node it absorbed
+    out_norm: dict[str, str] = dataclasses.field(default_factory=dict)  # same, epilogue
+
+    def consumers(self, name: str) -> list[OpNode]:
+        return [n for n in self.nodes if name in n.inputs]
+
+    def rewire(self, mapping: dict[str, str]) -> None:
+        out = []
+        for n in self.nodes:
+            ins: list[str] = []
+            for i in n.inputs:
+                j = mapping.get(i, i)
+                if j == i or j not in ins:
+                    ins.append(j)
+            out.append(dataclasses.replace(n, inputs=tuple(ins)))
+        self.nodes = out
+
+    def swap(self, old: OpNode, new: OpNode | None) -> None:
+        i = self.nodes.index(old)
+        self.nodes[i:i + 1] = [] if new is None else [new]
+
+
+def _with(w: Workload, inputs_dims: dict | None = None, **attrs: object) -> Workload:
+    return Workload.make(w.op, w.dtype, {**dict(w.attrs), **attrs} or None,
+                         **{**w.dims, **(inputs_dims or {})})
+
+
+def _merge(st: _State, roles: tuple[str, ...], role: str) -> None:
+    for layer in sorted({n.layer for n in st.nodes if n.role == roles[0]}, key=str):
+        parts = [next((n for n in st.nodes if n.role == r and n.layer == layer), None)
+                 for r in roles]
+        if None in parts:
+            continue
+        w0 = parts[0].workload
+        same = all(p.inputs == parts[0].inputs and p.workload.op == w0.op
+                   and (p.workload.dtype, p.workload.attrs) == (w0.dtype, w0.attrs)
+                   and p.workload.dims["k"] == w0.dims["k"]
+                   and p.workload.dims["m"] == w0.dims["m"] for p in parts)
+        if not same or w0.op not in _LINEAR:
+            raise FusionError(f"cannot merge {[p.name for p in parts]} into {role}: they need "
+                              "the same input, family, m, k, dtype and attrs")
+        name = role if layer is None else f"l{layer}.{role}"
+        n = sum(p.workload.dims["n"] for p in parts)
+        st.origin[name] = sum((st.origin.get(p.name, (p.name,)) for p in parts), ())
+        joined = {k: "|".join(p.param(k) or "" for p in parts) for k in ("W", "b")
+                  if parts[0].param(k)}
+        st.swap(parts[0], OpNode(name, _with(w0, {"n": n}), parts[0].inputs, layer, role,
+                                 tuple(sorted(joined.items()))))
+        for p in parts[1:]:
+            st.swap(p, None)
+        st.rewire({p.name: name for p in parts})
+
+
+def _silu_mul(st: _State) -> None:
+    for g in [n for n in st.nodes if n.role == "gate_up"]:
+        users = st.consumers(g.name)
+        silu = next((u for u in users if u.role == "ffn_silu" and u.inputs == (g.name,)), None)
+        mul = next((u for u in users if silu and u.role == "ffn_mul"
+                    and u.inputs == (silu.name, g.name)), None)
+        if mul is None or len(users) != 2 or st.consumers(silu.name) != [mul]:
+            raise FusionError(f"{g.name}: silu_mul_epilogue needs exactly silu(gate) * up "
+                              f"after it, found consumers {[u.name for u in users]}")
+        st.swap(g, dataclasses.replace(g, workload=_with(g.workload, epilogue="silu_mul")))
+        st.swap(silu, None)
+        st.swap(mul, None)
+        st.rewire({mul.name: g.name})
+
+
+def _rope(st: _State) -> None:
+    for r in [n for n in st.nodes if n.workload.op == "rope"]:
+        lin = next((n for n in st.nodes if r.inputs == (n.name,)), None)
+        d = r.workload.dims
+        if (lin is None or lin.role != "qkv_proj" or lin.workload.attr("epilogue")
+                or _rows(lin.workload) != d["m"] or d["h"] * d["d"] > lin.workload.dims["n"]
+                or not all(u.workload.op == "attention" for u in st.consumers(r.name))):
+            raise FusionError(f"{r.name}: rope_epilogue needs a rope reading q | k of a merged "
+                              "qkv_proj with no epilogue, read by attention only")
+        params = dict(lin.params)
+        if r.param("rotary"):
+            params["rotary"] = r.param("rotary")
+        st.swap(lin, dataclasses.replace(
+            lin, workload=_with(lin.workload, epilogue="rope", rope_heads=d["h"], rope_d=d["d"]),
+            params=tuple(sorted(params.items()))))
+        st.swap(r, None)
+        st.rewire({r.name: lin.name})
+
+
+def _residual(st: _State) -> None:
+    for lin in [n for n in st.nodes if n.role in ("o_proj", "ffn_down")]:
+        users = st.consumers(lin.name)
+        add = users[0] if len(users) == 1 else None
+        if (add is None or add.workload.op != "elementwise" or add.workload.attr("fn") != "add"
+                or len(add.inputs) != 2 or lin.workload.attr("epilogue")
+                or _rows(add.workload) != _rows(lin.workload)):
+            raise FusionError(f"{lin.name}: residual_epilogue needs one residual add "
+                              f"consuming it, found {[u.name for u in users]}")
+        res = next(i for i in add.inputs if i != lin.name)
+        st.swap(lin, None)
+        st.swap(add, dataclasses.replace(lin, workload=_with(lin.workload, epilogue="add"),
+                                         inputs=(lin.inputs[0], res)))
+        st.rewire({add.name: lin.name})
+
+
+def _norm_epilogue(st: _State) -> None:
+    for lin in [n for n in st.nodes if n.workload.attr("epilogue") == "add"
+                or (n.workload.op == "embedding" and not n.workload.attr("epilogue"))]:
+        users = st.consumers(lin.name)
+        norms = [u for u in users if u.workload.op == "rmsnorm"]
+        if len(norms) != 1 or _rows(norms[0].workload) != _rows(lin.workload):
+            continue
+        r = norms[0]
+        readers = st.consumers(r.name)
+        others = [u for u in users if u is not r]
+        if not readers or not all(u.workload.op in _LINEAR and u.inputs[0] == r.name
+                                  and r.name not in u.inputs[1:] for u in readers) \
+                or not all(u.workload.op in _LINEAR and u.workload.attr("epilogue") == "add"
+                           and u.inputs[1:] == (lin.name,) and u.inputs[0] != lin.name
+                           for u in others):
+            continue  # the sum must reach linears' x only through the norm, others' r only
+        eps = float(r.workload.attr("eps", DEFAULT_EPS))
+        params = dict(lin.params)
+        if r.param("w"):
+            params["out_norm_w"] = r.param("w")
+        st.out_norm[lin.name] = r.name
+        epi = "rmsnorm" if lin.workload.op == "embedding" else "add_rmsnorm"
+        st.swap(lin, dataclasses.replace(
+            lin, workload=_with(lin.workload, epilogue=epi, out_eps=eps),
+            params=tuple(sorted(params.items()))))
+        st.swap(r, None)
+        st.rewire({r.name: lin.name})
+
+
+def _argmax(st: _State) -> None:
+    for a in [n for n in st.nodes if n.workload.op == "argmax"]:
+        lin = next((n for n in st.nodes if a.inputs == (n.name,)), None)
+        if (lin is None or lin.workload.op not in _LINEAR or lin.workload.attr("epilogue")
+                or st.consumers(lin.name) != [a] or _rows(lin.workload) != _rows(a.workload)
+                or lin.workload.dims["n"] != a.workload.dims["n"]):
+            continue  # only logits read by nothing but their argmax
+        st.swap(lin, dataclasses.replace(lin, workload=_with(lin.workload, epilogue="argmax")))
+        st.swap(a, None)
+        st.rewire({a.name: lin.name})
+
+
+def _norms(st: _State) -> None:
+    for r in [n for n in st.nodes if n.workload.op == "rmsnorm"]:
+        users = st.consumers(r.name)
+        if not users or not all(u.workload.op in _LINEAR and u.inputs[0] == r.name
+                                and r.name not in u.inputs[1:]
+                                and not u.workload.attr("prologue") for u in users):
+            continue  # a norm read by anything but a linear's x stays a node
+        eps = float(r.workload.attr("eps", DEFAULT_EPS))
+        for u in users:
+            st.norm[u.name] = r.name
+            params = dict(u.params)
+            if r.param("w"):
+                params["norm_w"] = r.param("w")
+            st.swap(u, dataclasses.replace(
+                u, workload=_with(u.workload, prologue="rmsnorm", eps=eps),
+                inputs=(r.inputs[0], *u.inputs[1:]), params=tuple(sorted(params.items()))))
+        st.swap(r, None)
+
+
+def _fuse(graph: OpGraph, plan: dict) -> _State:
+    st = _State(list(graph.nodes), {}, {})
+    if plan["merge_qkv"]:
+        _merge(st, ("q_proj", "k_proj", "v_proj"), "qkv_proj")
+        if plan["rope_epilogue"]:
+            _rope(st)
+    if plan["merge_gate_up"]:
+        _merge(st, ("ffn_gate", "ffn_up"), "gate_up")
+        if plan["silu_mul_epilogue"]:
+            _silu_mul(st)
+    if plan["residual_epilogue"]:
+        _residual(st)
+        if plan["norm_epilogue"]:
+            _norm_epilogue(st)
+    if plan["norm_into_linear"]:
+        _norms(st)
+    if plan["argmax_epilogue"]:
+        _argmax(st)
+    return st
+
+
+def fuse(graph: OpGraph, plan: dict) -> OpGraph:
+    """The graph with ``plan`` applied (see the module docstring); ``graph`` is unchanged."""
+    return dataclasses.replace(graph, nodes=tuple(_fuse(graph, plan).nodes))
+
+
+def fuse_weights(graph: OpGraph, plan: dict,
+                 weights: dict[str, dict[str, np.ndarray]]) -> dict[str, dict[str, np.ndarray]]:
+    """Weights of ``fuse(graph, plan)`` from those of ``graph`` (keyed by node name,
+    then tensor name: ``W``, ``b``, ``w``, ``table``)."""
+    st = _fuse(graph, plan)
+    out: dict[str, dict[str, np.ndarray]] = {}
+    for n in st.nodes:
+        srcs = st.origin.get(n.name, (n.name,))
+        t = dict(weights.get(srcs[0], {}))
+        for key in ("W", "b"):
+            if len(srcs) > 1 and key in t:
+                t[key] = np.concatenate([weights[s][key] for s in srcs], axis=0)
+        if n.name in st.norm:
+            t["norm_w"] = weights[st.norm[n.name]]["w"]
+        if n.name in st.out_norm:
+            t["out_norm_w"] = weights[st.out_norm[n.name]]["w"]
+        if t:
+            out[n.name] = t
+    return out

@@ -1,0 +1,51 @@
+"""The ``layernorm`` family (space: ``search_spaces.layernorm``): the host kernel, its
+constants and its reference semantics."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import numpy as np
+
+from search_spaces import Space, Workload
+from search_spaces.layernorm import layernorm_default, layernorm_space
+from sim.hardware import Hardware
+from sim.kernels import Kernel
+
+from ..base import Family
+from ..common import norm_weight
+from .bound import layernorm_bound
+from .kernel import layernorm_kernel
+
+__all__ = ["LayerNormFamily"]
+
+Arr = np.ndarray
+
+
+class LayerNormFamily(Family):
+    """``layernorm``: one host op over every row (the space's only placement)."""
+
+    ops: ClassVar[tuple[str, ...]] = ("layernorm",)
+
+    def space(self, workload: Workload, hw: Hardware) -> Space:
+        return layernorm_space(workload, hw)
+
+    def default(self, workload: Workload, hw: Hardware) -> dict:
+        return layernorm_default(workload, hw)
+
+    def bound(self, workload: Workload, hw: Hardware) -> float:
+        return layernorm_bound(workload, hw)
+
+    def lower(self, workload: Workload, point: dict, hw: Hardware) -> Kernel:
+        return layernorm_kernel(workload)
+
+    def constants(self, source: Any, node: Any, positions: Arr) -> dict[str, Arr]:
+        n = node.workload.dims["n"]
+        bias = source.get(node.param("b")) if node.param("b") else np.zeros(n, np.float32)
+        return {"w": norm_weight(source, node, "w", n), "b": bias}
+
+    def reference(self, node, ops, tensors, env) -> Arr:
+        x, eps = ops["x"], float(node.workload.attr("eps", 1e-5))
+        mu = x.mean(-1, keepdims=True)
+        var = ((x - mu) ** 2).mean(-1, keepdims=True)
+        return (x - mu) / np.sqrt(var + eps) * tensors["w"] + tensors["b"]

@@ -1,0 +1,238 @@
+"""The point-wise families, one class each: RMSNorm, rotary embedding, element-wise ops,
+the embedding lookup, argmax, and ``extern`` (an op of the model no family covers, run on the host).
+
+All share the placement space of ``search_spaces.pointwise`` (host, plus the banks for
+element-wise ops the device computes in-bank), keep nothing in the banks, and are bounded
+by their best placement's program (:mod:`.bound`).
+"""
+
+from __future__ import annotations
+
+import abc
+from typing import Any, ClassVar
+
+import numpy as np
+
+from search_spaces import Space, Workload
+from search_spaces.pointwise import (
+    DEFAULT_EPS,
+    pointwise_default,
+    pointwise_library,
+    pointwise_space,
+)
+from sim.hardware import Hardware
+from sim.kernels import Kernel
+
+from ..base import Family, Option
+from ..common import head_split, norm_weight, rms_norm, rope_tables, rotate, silu
+from .bound import pointwise_bound
+from .kernels import binary, one_host_op, pim_kernel, shapes_of
+
+__all__ = ["ArgmaxFamily", "ElementwiseFamily", "EmbeddingFamily", "ExternFamily", "POINTWISE",
+           "RmsNormFamily", "RopeFamily"]
+
+Arr = np.ndarray
+
+
+class _Pointwise(Family):
+    """Shared by the point-wise families: the placement space, host op or in-bank kernel."""
+
+    def space(self, workload: Workload, hw: Hardware) -> Space:
+        return pointwise_space(workload, hw)
+
+    def default(self, workload: Workload, hw: Hardware) -> dict:
+        return pointwise_default(workload, hw)
+
+    def library(self, workload: Workload, hw: Hardware) -> dict | None:
+        return pointwise_library(workload, hw)
+
+    def lower(self, workload: Workload, point: dict, hw: Hardware) -> Kernel:
+        if point["placement"] == "pim":
+            return pim_kernel(workload, hw)
+        return self.host(workload, hw)
+
+    def bound(self, workload: Workload, hw: Hardware) -> float:
+        return pointwise_bound(workload, hw, self)
+
+    @abc.abstractmethod
+    def host(self, workload: Workload, hw: Hardware) -> Kernel:
+        """The family's one host op over every row."""
+
+
+class RmsNormFamily(_Pointwise):
+    """``y = x / sqrt(mean(x^2) + eps) * w`` over the last dim (attr ``eps``)."""
+
+    ops: ClassVar[tuple[str, ...]] = ("rmsnorm",)
+
+    def host(self, workload: Workload, hw: Hardware) -> Kernel:
+        m, n = workload.dims["m"], workload.dims["n"]
+        eps = float(workload.attr("eps", DEFAULT_EPS))
+        return one_host_op("rmsnorm_host", "rmsnorm", [("x", (m, n), (m, n)),
+                                                       ("w", (n,), (n,))], (m, n),
+                           (("eps", eps),))
+
+    def constants(self, source: Any, node: Any, positions: Arr) -> dict[str, Arr]:
+        return {"w": norm_weight(source, node, "w", node.workload.dims["n"])}
+
+    def reference(self, node, ops, tensors, env) -> Arr:
+        return rms_norm(ops["x"], tensors["w"], float(node.workload.attr("eps", DEFAULT_EPS)))
+
+
+class RopeFamily(_Pointwise):
+    """Rotate-half RoPE of q | k (``h`` heads of ``d``) by the rows' position tables."""
+
+    ops: ClassVar[tuple[str, ...]] = ("rope",)
+
+    def host(self, workload: Workload, hw: Hardware) -> Kernel:
+        m, h, hd = workload.dims["m"], workload.dims["h"], workload.dims["d"]
+        tab = ((m, hd), (m, 1, hd))
+        return one_host_op("rope_host", "rope", [("x", (m, h, hd), (m, h, hd)),
+                                                 ("cos", *tab), ("sin", *tab)], (m, h, hd))
+
+    def output_width(self, workload: Workload) -> int:
+        return workload.dims["h"] * workload.dims["d"]
+
+    def output_parts(self, graph, node) -> dict[str, tuple[int, int]]:
+        q, kv = head_split(graph, node)
+        return {"q": (0, q), "k": (q, q + kv)}
+
+    def labelled_operands(self, node) -> dict[str, tuple[str, ...]]:
+        return {"x": ("q", "k")}
+
+    def constants(self, source: Any, node: Any, positions: Arr) -> dict[str, Arr]:
+        cos, sin = rope_tables(source, node, positions, node.workload.dims["d"])
+        return {"cos": cos, "sin": sin}
+
+    def reference(self, node, ops, tensors, env) -> Arr:
+        m, h, d = (node.workload.dims[k] for k in ("m", "h", "d"))
+        cos, sin = env.tables(d)
+        return rotate(ops["x"].reshape(m, h, d), cos, sin).reshape(m, h * d)
+
+
+_FNS = {"add": lambda a, b: a + b, "mul": lambda a, b: a * b, "silu": lambda a, b: silu(a),
+        "silu_mul": lambda a, b: silu(a) * b}
+
+
+class ElementwiseFamily(_Pointwise):
+    """``y = a (add|mul) b`` or ``y = f(a)`` (attr ``fn``); may run in the banks."""
+
+    ops: ClassVar[tuple[str, ...]] = ("elementwise",)
+
+    def host(self, workload: Workload, hw: Hardware) -> Kernel:
+        m, n = workload.dims["m"], workload.dims["n"]
+        names = ("a", "b") if binary(workload) else ("a",)
+        return one_host_op("elementwise_host", str(workload.attr("fn")),
+                           [(b, (m, n), (m, n)) for b in names], (m, n))
+
+    def operand_names(self, node) -> tuple[str, ...]:
+        return ("a", "b") if binary(node.workload) else ("a",)
+
+    def options(self, workload: Workload, hw: Hardware) -> tuple[Option, ...]:
+        b = self.bound(workload, hw)  # may run in the banks: its resource use not split out
+        return (Option(0.0, b, b), Option(0.0, 0.0, b))
+
+    def reference(self, node, ops, tensors, env) -> Arr:
+        return _FNS[str(node.workload.attr("fn"))](ops["a"], ops.get("b"))
+
+
+class EmbeddingFamily(_Pointwise):
+    """Rows of the table for the step's token ids; with attr ``epilogue="rmsnorm"`` also
+    their RMS norm beside them (attr ``out_eps``, constant ``out_norm_w``; ``[m, 2n]``)."""
+
+    ops: ClassVar[tuple[str, ...]] = ("embedding",)
+    reads_tokens: ClassVar[bool] = True
+
+    def host(self, workload: Workload, hw: Hardware) -> Kernel:
+        m, n, v = workload.dims["m"], workload.dims["n"], workload.dims["v"]
+        ins, out, attrs = [("ids", (m,), (m,)), ("table", (v, n), (v, n))], (m, n), ()
+        if self.writes_norm(workload):
+            ins.append(("out_norm_w", (n,), (n,)))
+            out = (m, 2 * n)
+            attrs = (("epi", "rmsnorm_cat"),
+                     ("eps", float(workload.attr("out_eps", DEFAULT_EPS))))
+        return one_host_op("embedding_host", "embedding", ins, out, attrs,
+                           dtypes={"table": hw.pim.dtype})  # the table: the device's type
+
+    def writes_norm(self, workload: Workload) -> bool:
+        return workload.attr("epilogue") == "rmsnorm"
+
+    def output_width(self, workload: Workload) -> int:
+        return workload.dims["n"] * (2 if self.writes_norm(workload) else 1)
+
+    def output_parts(self, graph, node) -> dict[str, tuple[int, int]]:
+        n = node.workload.dims["n"]
+        if self.writes_norm(node.workload):
+            return {"res": (0, n), "norm": (n, 2 * n)}
+        return {"out": (0, n)}
+
+    def operand_names(self, node) -> tuple[str, ...]:
+        return ()
+
+    def table_bytes(self, workload: Workload, hw: Hardware) -> int:
+        return workload.dims["v"] * workload.dims["n"] * hw.elem_bytes
+
+    def constants(self, source: Any, node: Any, positions: Arr) -> dict[str, Arr]:
+        out = {"table": source.get(node.param("table"))}
+        if self.writes_norm(node.workload):
+            out["out_norm_w"] = norm_weight(source, node, "out_norm_w", node.workload.dims["n"])
+        return out
+
+    def reference(self, node, ops, tensors, env) -> Arr:
+        x = np.asarray(tensors["table"], np.float64)[ops["ids"][:, 0].astype(np.int64)]
+        if self.writes_norm(node.workload):
+            eps = float(node.workload.attr("out_eps", DEFAULT_EPS))
+            x = np.concatenate([x, rms_norm(x, tensors["out_norm_w"], eps)], axis=1)
+        return x
+
+
+class ArgmaxFamily(_Pointwise):
+    """Each row's index of its largest value (the next token), ``[m, 1]``."""
+
+    ops: ClassVar[tuple[str, ...]] = ("argmax",)
+
+    def host(self, workload: Workload, hw: Hardware) -> Kernel:
+        m, n = workload.dims["m"], workload.dims["n"]
+        return one_host_op("argmax_host", "argmax", [("x", (m, n), (m, n))], (m,))
+
+    def output_width(self, workload: Workload) -> int:
+        return 1
+
+    def reference(self, node, ops, tensors, env) -> Arr:
+        return np.argmax(ops["x"], axis=-1).astype(np.float64)[:, None]
+
+
+class ExternFamily(_Pointwise):
+    """An op of the model no family covers, run on the host as the model computes it:
+    attr ``fn`` names the callable registered with ``sim.host_ops.register_extern``,
+    ``ins`` and ``params`` the shapes it reads (activations ``x0``.., parameters ``p0``..),
+    ``flops`` its cost."""
+
+    ops: ClassVar[tuple[str, ...]] = ("extern",)
+
+    def host(self, workload: Workload, hw: Hardware) -> Kernel:
+        ins = [(f"x{i}", s) for i, s in enumerate(shapes_of(workload.attr("ins", "")))]
+        ins += [(f"p{i}", s) for i, s in enumerate(shapes_of(workload.attr("params", "")))]
+        attrs = (("fn", str(workload.attr("fn"))), ("flops", float(workload.attr("flops", 0))))
+        return one_host_op("extern_host", "extern", [(b, s, s) for b, s in ins],
+                           (workload.dims["m"], workload.dims["n"]), attrs)
+
+    def operand_names(self, node) -> tuple[str, ...]:
+        return tuple(f"x{i}" for i in range(len(node.inputs)))
+
+    def unclaimed_op(self, workload: Workload) -> str | None:
+        return str(workload.attr("fn"))
+
+    def constants(self, source: Any, node: Any, positions: Arr) -> dict[str, Arr]:
+        return {local: source.get(name) for local, name in node.params}
+
+    def reference(self, node, ops, tensors, env) -> Arr:
+        from sim.host_ops import EXTERNS
+
+        args = [ops[k] for k in self.operand_names(node)]
+        args += [tensors[k] for k, _ in node.params]
+        out = EXTERNS[str(node.workload.attr("fn"))](*args)
+        return np.asarray(out, np.float64).reshape(node.workload.dims["m"], -1)
+
+
+POINTWISE: tuple[Family, ...] = (RmsNormFamily(), RopeFamily(), ElementwiseFamily(),
+                                 EmbeddingFamily(), ArgmaxFamily(), ExternFamily())

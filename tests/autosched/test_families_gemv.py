@@ -1,0 +1,154 @@
+"""The gemv/gemm lowering: every point builds, validates, times above both bounds and
+computes the right numbers.
+
+Data are small integers (x in {-1, 1}, W, norm_w in {-1, 0, 1}, b and r in -3..3): every
+product and partial sum is an integer of magnitude <= k + 6, exact in fp16/bf16 inputs
+and in fp16 (up to 2048) or fp32 accumulators, and the rmsnorm of a +-1 row with eps=0
+is the row itself (sqrt(1) = 1). So the GEMV, bias and add are compared exactly; silu_mul
+runs in float32 on exact inputs with numpy's formula, compared to 1e-6 relative (a few
+float32 ulps).
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from autosched.families import FAMILIES, build, family_of
+from autosched.families.gemv import gemv_bound_terms
+from search_spaces import ScheduleError, Workload
+from sim.bound import bound
+from sim.hwio import load_hardware
+from sim.isa import HostOp
+from sim.timing import simulate
+from sim.validate import validate
+
+HW = {name: load_hardware(name) for name in ("hbm-pim", "aim-gddr6")}
+ATTRS = [{}, {"prologue": "rmsnorm", "eps": 0.0}, {"bias": 1}, {"epilogue": "add"},
+         {"epilogue": "silu_mul"}, {"prologue": "rmsnorm", "eps": 0.0, "bias": 1,
+                                    "epilogue": "silu_mul"}]
+SHAPES = [(1, 40, 64), (3, 96, 250), (2, 34, 130)]
+
+
+@functools.cache
+def points(hw_name: str, m: int, n: int, k: int) -> tuple[dict, ...]:
+    w = Workload.make("gemv", m=m, n=n, k=k)
+    return tuple(family_of(w).space(w, HW[hw_name]).enumerate())
+
+
+def tensors(w: Workload) -> tuple[dict, np.ndarray]:
+    """Inputs, constants and weights of ``w``, and the float64 reference output."""
+    d, a = w.dims, dict(w.attrs)
+    m, n, k = d["m"], d["n"], d["k"]
+    rng = np.random.default_rng(m * 1000 + n + k)
+    x = rng.choice([-1.0, 1.0], (m, k)).astype(np.float32)
+    t = {"x": x, "W": rng.integers(-1, 2, (n, k)).astype(np.float32)}
+    xn = x
+    if a.get("prologue") == "rmsnorm":
+        t["norm_w"] = rng.integers(-1, 2, k).astype(np.float32)
+        xn = x * t["norm_w"]
+    z = xn.astype(np.float64) @ t["W"].T
+    if a.get("bias"):
+        t["b"] = rng.integers(-3, 4, n).astype(np.float32)
+        z = z + t["b"]
+    if a.get("epilogue") == "add":
+        t["r"] = rng.integers(-3, 4, (m, n)).astype(np.float32)
+        z = z + t["r"]
+    if a.get("epilogue") == "silu_mul":
+        g = z[:, : n // 2].astype(np.float32)
+        z = (g / (np.float32(1) + np.exp(-g))) * z[:, n // 2:].astype(np.float32)
+    return t, z
+
+
+def check_point(w: Workload, point: dict, hw_name: str) -> None:
+    hw = HW[hw_name]
+    low = family_of(w)
+    kern = build(w, point, hw)
+    validate(kern.program, hw)
+    lat = simulate(kern.program, hw).latency_ns
+    assert lat >= bound(kern.program, hw).ns
+    assert lat >= low.bound(w, hw), (point, lat, gemv_bound_terms(w, hw))
+    t, ref = tensors(w)
+    y = kern.run(hw, t)
+    assert y.shape == ref.shape
+    if w.attr("epilogue") == "silu_mul":
+        np.testing.assert_allclose(y, ref, rtol=1e-6, atol=0)
+    else:
+        np.testing.assert_array_equal(y, ref)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(hw_name=st.sampled_from(sorted(HW)), shape=st.sampled_from(SHAPES),
+       attrs=st.sampled_from(ATTRS), pick=st.integers(0, 10**9), gemm=st.booleans())
+def test_sampled_points_build_time_and_compute(hw_name, shape, attrs, pick, gemm):
+    m, n, k = shape
+    pts = points(hw_name, m, n, k)
+    w = Workload.make("gemm" if gemm else "gemv", m=m, n=n, k=k, attrs=attrs)
+    check_point(w, pts[pick % len(pts)], hw_name)
+
+
+@pytest.mark.parametrize("hw_name", sorted(HW))
+@pytest.mark.parametrize("attrs", ATTRS)
+def test_default_and_host_placement(hw_name, attrs):
+    for op, (m, n, k) in (("gemv", (1, 40, 64)), ("gemm", (5, 34, 130))):
+        w = Workload.make(op, m=m, n=n, k=k, attrs=attrs)
+        check_point(w, family_of(w).default(w, HW[hw_name]), hw_name)
+        check_point(w, {"placement": "host"}, hw_name)
+
+
+def test_interface_conventions():
+    assert FAMILIES["gemv"] is FAMILIES["gemm"]
+    hw = HW["hbm-pim"]
+    w = Workload.make("gemv", m=2, n=34, k=64, attrs={"prologue": "rmsnorm", "bias": 1,
+                                                      "epilogue": "add", "eps": 1e-5})
+    low = family_of(w)
+    assert low.tensors(w) == ("W",)
+    kern = build(w, None, hw)
+    assert kern.inputs == ("x", "b", "r", "norm_w") and kern.output == "y"
+    assert kern.input_shapes == ((2, 64), (34,), (2, 34), (64,))
+    for point in (None, {"placement": "host"}):  # the prologue, then one op finishes
+        ops = [nd.kind for s in build(w, point, hw).program.streams for nd in s.body
+               if isinstance(nd, HostOp)]
+        assert ops[0] == "rmsnorm" and ops[-1] in ("gemv_out", "matmul_layout", "matmul")
+        assert not {"add", "silu_mul", "copy"} & set(ops)
+    assert kern.output_shape == (2, 34)
+    silu = Workload.make("gemv", m=2, n=34, k=64, attrs={"epilogue": "silu_mul"})
+    assert build(silu, {"placement": "host"}, hw).output_shape == (2, 17)
+
+
+def test_prologue_gates_the_pim_streams():
+    hw = HW["aim-gddr6"]
+    w = Workload.make("gemv", m=1, n=40, k=64, attrs={"prologue": "rmsnorm"})
+    prog = build(w, None, hw).program
+    host = next(s for s in prog.streams if s.engine == "host")
+    kinds = [getattr(n, "kind", type(n).__name__) for n in host.body]
+    assert kinds[:2] == ["rmsnorm", "Signal"]
+    for s in prog.streams:
+        if s.engine == "pim":
+            assert s.body[0].tokens == ("start",)
+
+
+def test_invalid_point_and_attrs_are_rejected():
+    hw = HW["hbm-pim"]
+    w = Workload.make("gemv", m=1, n=64, k=64)
+    bad = {**family_of(w).default(w, hw), "gb_tile": 128, "double_buffer": True}
+    with pytest.raises(ScheduleError, match="gb_fits"):
+        build(w, bad, hw)
+    with pytest.raises(ScheduleError, match="mode is given but inactive"):
+        build(w, {"placement": "host", "mode": "bcast"}, hw)
+    odd = Workload.make("gemv", m=1, n=33, k=64, attrs={"epilogue": "silu_mul"})
+    with pytest.raises(Exception, match="even n"):
+        build(odd, None, hw)
+
+
+@pytest.mark.parametrize("hw_name", sorted(HW))
+def test_bound_picks_the_cheaper_placement(hw_name):
+    hw = HW[hw_name]
+    decode = gemv_bound_terms(Workload.make("gemv", m=1, n=4096, k=4096), hw)
+    assert decode["bound"] == decode["pim"] < decode["host"]
+    big = gemv_bound_terms(Workload.make("gemm", m=4096, n=4096, k=4096), hw)
+    assert big["bound"] == big["host"] < big["pim"]
