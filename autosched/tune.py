@@ -105,10 +105,10 @@ def tune(model: str | Path | ModelConfig, *, hw: str | Path | Hardware = "hbm-pi
     from sim.system import load_system
 
     from .compiler import (
-        PLANS,
+        PLACEMENTS,
         Partition,
         choose_partition,
-        choose_plan,
+        choose_placement,
         partition_graph,
         pin_graph,
         plain_memory_ns,
@@ -174,8 +174,8 @@ def tune(model: str | Path | ModelConfig, *, hw: str | Path | Hardware = "hbm-pi
     # placement: every operator as tuned, all in the banks, or all on the host; the fastest
     # is recorded where compile, simulate and run find it, so the step is never slower
     # than either side alone
-    placed = choose_plan(step, system, db=database, fusion=best_plan or {}, partition=part)
-    where = min(placed, key=lambda p: (placed[p].latency_ns, PLANS.index(p)), default=None)
+    placed = choose_placement(step, system, db=database, fusion=best_plan or {}, partition=part)
+    where = min(placed, key=lambda p: (placed[p].latency_ns, PLACEMENTS.index(p)), default=None)
     if where is not None and placed[where].latency_ns < fig.latency_ns:
         fig = placed[where]
 

@@ -22,13 +22,13 @@ import time
 from pathlib import Path
 
 from autosched.codegen import families  # noqa: F401  (register the built-in lowerings)
-from autosched.families.registry import family_of
 from autosched.database import open_database
+from autosched.families.registry import family_of
 from autosched.frontend import capture
-from autosched.pipeline import model_graph
 from autosched.ir import tasks
 from autosched.measure import LocalRunner, MeasureInput, Runner
 from autosched.measure.record import Measurement
+from autosched.pipeline import model_graph
 from autosched.search import TaskTuner
 from cost_models import make_cost_model
 from experiments.bench_search_data import CACHE

@@ -19,8 +19,8 @@ import statistics
 import time
 from pathlib import Path
 
-from autosched.families.registry import family_of
 from autosched.database import Database, RecordKey, SqlDatabase
+from autosched.families.registry import family_of
 from autosched.lookup import lookup
 from autosched.measure.record import Measurement
 from search_spaces import Schedule, Workload

@@ -20,8 +20,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from autosched.pipeline import model_graph
 from autosched.ir import tasks
+from autosched.pipeline import model_graph
 from autosched.tune import tune
 from search_spaces import Workload
 from sim.hardware import DTYPE_BYTES, Hardware

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import numpy as np
 
-from autosched.families.registry import build, family_of
 from autosched.database import open_database
+from autosched.families.registry import build, family_of
 from autosched.measure import MeasureInput, measure_one
 from autosched.measure.record import Measurement
 from cost_models import (

@@ -4,7 +4,7 @@ For every model, system, phase, batch and context the step is simulated under th
 placements: ``host`` (every operator on the host, the device as plain memory), ``pim``
 (GEMVs and attention in the banks) and ``auto`` (each operator where its schedule puts
 it, host and PIM overlapped); the ``autosched`` column is the fastest of the three, as
-``compiler.choose_plan`` picks it (with ``--db``, from tuned schedules). A model goes on
+``compiler.choose_placement`` picks it (with ``--db``, from tuned schedules). A model goes on
 one device of the system where it fits and on the whole system beyond; a case
 that fits nowhere is marked ``n/f``. The table is printed as each row is measured; the
 plot (tokens/s against batch) is saved to ``--plot``.
@@ -22,8 +22,8 @@ import json
 import math
 from pathlib import Path
 
-from autosched.cli.models_cmd import parameter_count
 from autosched.api import simulate_model
+from autosched.cli.models_cmd import parameter_count
 from autosched.frontend import get_model_config
 from sim.errors import AutoschedError
 from sim.system import load_system

@@ -31,11 +31,11 @@ from collections import defaultdict
 from collections.abc import Iterable
 from pathlib import Path
 
-from autosched.families import family_of
 from autosched.database import Database, open_database
-from autosched.pipeline import model_graph
+from autosched.families import family_of
 from autosched.ir import tasks
 from autosched.measure import MeasureInput, measure_one
+from autosched.pipeline import model_graph
 from autosched.regress import ModelCase, TunedExport, export_from_db, get_suite, resolve_model
 from autosched.regress.files import commit_of
 from autosched.regress.suites import SUITES

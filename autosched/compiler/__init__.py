@@ -9,16 +9,15 @@ from .choose import (
     partition_bound,
 )
 from .compile import CompiledStep, compile_step, partition_graph, pin_graph
-from .figures import StepFigures, choose_plan, plain_memory_ns, simulate_step
+from .figures import StepFigures, choose_placement, plain_memory_ns, simulate_step
 from .partition import Partition
-from .placement import PLANS, side_schedule
+from .placement import PLACEMENTS, Placement, side_schedule
 from .run import RunReport, run_check, tolerance
 from .stage import CompiledStage
 
 __all__ = [
-    "PLANS", "CompiledStage", "CompiledStep", "Partition", "RunReport", "StepFigures",
-    "best_partition", "choose_partition", "choose_plan", "compile_step", "library_choice",
-    "parse_partition", "partition_bound", "partition_graph", "pin_graph", "plain_memory_ns",
-    "run_check",
-    "side_schedule", "simulate_step", "tolerance",
+    "PLACEMENTS", "CompiledStage", "CompiledStep", "Partition", "Placement", "RunReport",
+    "StepFigures", "best_partition", "choose_partition", "choose_placement", "compile_step",
+    "library_choice", "parse_partition", "partition_bound", "partition_graph", "pin_graph",
+    "plain_memory_ns", "run_check", "side_schedule", "simulate_step", "tolerance",
 ]

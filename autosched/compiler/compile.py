@@ -42,7 +42,7 @@ from sim.sysprog import Group, SystemProgram, validate_system
 
 from .builder import Builder, link_stage
 from .partition import Partition, shard_graph, shard_tensors, stage_of
-from .placement import PLANS
+from .placement import PLACEMENTS
 from .stage import CompiledStage
 
 __all__ = ["FIT_ORDER", "TP_UNFUSED", "CompiledStep", "compile_step", "partition_graph",
@@ -205,8 +205,8 @@ def compile_step(step: Step | None, system: System, *, partition: Partition | No
                              f"{system.devices} devices of {system.name}")
     if placement is None:
         placement = (_stored(db, PlanKind.PLACEMENT, step, hw) or {}).get("placement")
-    if placement not in (None, *PLANS):
-        raise AutoschedError(f"placement {placement!r} is not one of {', '.join(PLANS)}")
+    if placement not in (None, *PLACEMENTS):
+        raise AutoschedError(f"placement {placement!r} is not one of {', '.join(PLACEMENTS)}")
     if fusion is None and graph is None:
         fusion = _stored(db, PlanKind.FUSION, step, hw)
     if graph is None:

@@ -30,9 +30,9 @@ from .capacity import max_batch
 from .choose import choose_partition, partition_bound
 from .compile import CompiledStep, compile_step
 from .partition import Partition
-from .placement import PLANS
+from .placement import PLACEMENTS
 
-__all__ = ["StepFigures", "choose_plan", "op_rows", "plain_memory_ns", "simulate_step"]
+__all__ = ["StepFigures", "choose_placement", "op_rows", "plain_memory_ns", "simulate_step"]
 
 
 @dataclass(frozen=True)
@@ -157,21 +157,21 @@ def simulate_step(step: Step, system: System, *, db: Database | None = None,
         budgets=tuple(st.budget.to_dict() for st in cs.stages), candidates=cands)
 
 
-def choose_plan(step: Step, system: System, *, db: Database | None = None,
+def choose_placement(step: Step, system: System, *, db: Database | None = None,
                 fusion: dict | None = None,
                 partition: Partition | None = None) -> dict[str, StepFigures]:
     """Simulate the step under every placement plan (``auto``, ``pim``, ``host``), record
     the fastest in ``db`` (where ``compile``, ``simulate`` and ``run`` find it) and return
     every plan's figures; a plan that does not fit is left out."""
     figs: dict[str, StepFigures] = {}
-    for plan in PLANS:
+    for plan in PLACEMENTS:
         try:
             figs[plan] = simulate_step(step, system, db=db, fusion=fusion, baseline=False,
                                        placement=plan, ops=False, partition=partition)
         except AutoschedError:
             continue
     if figs and db is not None:
-        best = min(figs, key=lambda p: (figs[p].latency_ns, PLANS.index(p)))
+        best = min(figs, key=lambda p: (figs[p].latency_ns, PLACEMENTS.index(p)))
         db.save_plan(str(PlanKey.of(PlanKind.PLACEMENT, step)), system.device.fingerprint,
                      {"placement": best}, figs[best].latency_ns)
     return figs

@@ -5,12 +5,14 @@ Engine choices are the parameters each family names (``Family.engine_params``).
 else the family's point on that side (``Family.side_point``). A step's *plan* is
 ``auto`` (every operator's looked-up schedule: tuned per workload, so per batch size and
 phase), ``pim`` (every family that keeps its work ``in_banks`` there, the rest as looked
-up) or ``host`` (everything on the host); ``choose_plan`` simulates all three and keeps
+up) or ``host`` (everything on the host); ``choose_placement`` simulates all three and keeps
 the fastest, so a compiled step is never slower than either side alone. ``host`` is the
 plain-memory baseline: the device as ordinary DRAM, weights streamed to the host.
 """
 
 from __future__ import annotations
+
+import enum
 
 from autosched.database import Database
 from autosched.families import build, family_of, space_of
@@ -18,9 +20,19 @@ from search_spaces import Schedule, Workload
 from sim.hardware import Hardware
 from sim.timing import simulate
 
-__all__ = ["PLANS", "faster_default", "side_schedule"]
+__all__ = ["PLACEMENTS", "Placement", "faster_default", "side_schedule"]
 
-PLANS = ("auto", "pim", "host")
+
+class Placement(enum.StrEnum):
+    """Where a step's operators run: each where its schedule puts it (``auto``), or every
+    engine choice on one side."""
+
+    AUTO = "auto"
+    PIM = "pim"
+    HOST = "host"
+
+
+PLACEMENTS: tuple[str, ...] = tuple(Placement)
 
 
 def side_schedule(w: Workload, hw: Hardware, side: str,

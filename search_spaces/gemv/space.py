@@ -31,7 +31,7 @@ from search_spaces.space import Space
 from search_spaces.workload import Workload
 from sim.errors import AutoschedError, check
 from sim.hardware import Hardware
-from sim.kernels import GEMV_RULES, GemvOpts, GemvShape, baseline_reason, plan_gemv
+from sim.kernels import GEMV_RULES, GemvOpts, GemvShape, baseline_reason, gemv_layout_of
 from sim.kernels.gemv_bound import gemv_terms, layout_estimate_ns
 from sim.kernels.gemv_layout import LAYOUT_FIELDS, parse_layout
 
@@ -207,7 +207,7 @@ def _competent(hw: Hardware, n: int, k: int, m: int, br: int) -> list[GemvOpts]:
         for il in pairs:
             o = GemvOpts(batch_rows=br, k_split=ks, interleave=il)
             if not o.validate(hw, n, k, m):
-                est = layout_estimate_ns(hw, plan_gemv(hw, n, k, m, o))
+                est = layout_estimate_ns(hw, gemv_layout_of(hw, n, k, m, o))
                 ranked.append(((est, ks), o))
     return [o for _, o in sorted(ranked, key=lambda r: r[0])]
 

@@ -8,7 +8,7 @@ from .baseline import baseline_reason, baseline_rows, gemv_baseline
 from .elementwise import BINARY_FNS, elementwise
 from .epilogue import Epilogue
 from .gemv import gemv
-from .gemv_layout import LOOP_ORDERS, GemvOpts, GemvPlan, plan_gemv
+from .gemv_layout import LOOP_ORDERS, GemvLayout, GemvOpts, gemv_layout_of
 from .gemv_rules import GEMV_RULES, GemvRule, GemvShape, gemv_reasons
 
 __all__ = [
@@ -16,7 +16,7 @@ __all__ = [
     "GEMV_RULES",
     "LOOP_ORDERS",
     "GemvOpts",
-    "GemvPlan",
+    "GemvLayout",
     "GemvRule",
     "Epilogue",
     "GemvShape",
@@ -27,5 +27,5 @@ __all__ = [
     "gemv",
     "gemv_baseline",
     "gemv_reasons",
-    "plan_gemv",
+    "gemv_layout_of",
 ]

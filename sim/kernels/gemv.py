@@ -20,12 +20,12 @@ from ..isa import Act, Affine, BufRef, ClrAcc, Mac, Pre, RdAcc, Signal, Wait, Wr
 from ..program import Buffer, Node, Program, Stream
 from .base import Kernel, affine_sum, loop, loop_nest, pad_to, shift_refs
 from .epilogue import NO_EPILOGUE, Epilogue
-from .gemv_layout import GemvOpts, GemvPlan, plan_gemv
+from .gemv_layout import GemvLayout, GemvOpts, gemv_layout_of
 
 __all__ = ["gemv", "place_gemv", "plan_from_json", "plan_json", "unpack_layout"]
 
 
-def _index_maps(pl: GemvPlan) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _index_maps(pl: GemvLayout) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per channel: flat row-data position, local output index and local k of every element.
 
     The data of one channel is ``[U * nh banks, rows_per_bank, row_elems]`` in bank-slot
@@ -51,7 +51,7 @@ def _index_maps(pl: GemvPlan) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return tuple(np.broadcast_to(x, shape).reshape(-1) for x in (flat, o, k))
 
 
-def place_gemv(pl: GemvPlan, mem, tensors: dict[str, np.ndarray]) -> None:
+def place_gemv(pl: GemvLayout, mem, tensors: dict[str, np.ndarray]) -> None:
     """Write ``tensors["W"]`` ``[n, k]`` (zero-padded) into the banks of every used channel."""
     w = np.asarray(tensors["W"], dtype=np.float32)
     wp = pad_to(w, (pl.npad, pl.ktot))
@@ -70,14 +70,14 @@ def place_gemv(pl: GemvPlan, mem, tensors: dict[str, np.ndarray]) -> None:
             mem.write_rows(ch, banks, rows, data.reshape(-1, row_elems))
 
 
-def plan_json(pl: GemvPlan) -> str:
+def plan_json(pl: GemvLayout) -> str:
     """The plan as a JSON string (a host op attribute)."""
     return json.dumps(asdict(pl), sort_keys=True, separators=(",", ":"))
 
 
-def plan_from_json(text: str) -> GemvPlan:
+def plan_from_json(text: str) -> GemvLayout:
     d = json.loads(text)
-    return GemvPlan(**{**d, "opts": GemvOpts(**d["opts"])})
+    return GemvLayout(**{**d, "opts": GemvOpts(**d["opts"])})
 
 
 @lru_cache(maxsize=64)
@@ -106,13 +106,13 @@ def unpack_layout(text: str, data: np.ndarray) -> np.ndarray:
     return w.reshape(pl.npad, pl.ktot)
 
 
-def _wrgb(pl: GemvPlan, kk: int, t: Affine, half: int) -> list[Node]:
+def _wrgb(pl: GemvLayout, kk: int, t: Affine, half: int) -> list[Node]:
     src = affine_sum(aff(kk * pl.Kc), aff(0, bg=pl.Br * pl.ktot, b=pl.ktot),
                      aff(0, **{v: s * pl.T for v, s in t.terms}), t.base * pl.T)
     return loop("b", pl.Br, (WrGb(BufRef("x", src, (pl.T,)), aff(half, b=pl.T)),))
 
 
-def _macs(pl: GemvPlan, bank: int, q: Affine, half: int) -> list[Node]:
+def _macs(pl: GemvLayout, bank: int, q: Affine, half: int) -> list[Node]:
     """MACs of one open row: ``spr`` segments against each of ``Br`` batch tiles."""
     tile_outer = pl.opts.loop_order == "tile_outer"
     rb = pl.P * pl.R if tile_outer else pl.R
@@ -126,7 +126,7 @@ def _macs(pl: GemvPlan, bank: int, q: Affine, half: int) -> list[Node]:
     return loop_nest((("c", pl.spr), ("b", pl.Br)), (mac,))
 
 
-def _rows(pl: GemvPlan, t: Affine, half: int) -> list[Node]:
+def _rows(pl: GemvLayout, t: Affine, half: int) -> list[Node]:
     """Activate, MAC and precharge every row of tile ``t`` (all passes if tile-outer)."""
     per_t = pl.na * pl.nb * pl.rpsb
     row = affine_sum(aff(0, **{v: s * per_t for v, s in t.terms}), t.base * per_t,
@@ -145,7 +145,7 @@ def _rows(pl: GemvPlan, t: Affine, half: int) -> list[Node]:
     return loop_nest(nest, body)
 
 
-def _tiles(pl: GemvPlan, kk: int) -> list[Node]:
+def _tiles(pl: GemvLayout, kk: int) -> list[Node]:
     """The tile loop; with double buffering, software-pipelined over two buffer halves."""
     if not pl.opts.double_buffer:
         t = aff(0, t=1)
@@ -162,12 +162,12 @@ def _tiles(pl: GemvPlan, kk: int) -> list[Node]:
     return out
 
 
-def _half_offset(pl: GemvPlan) -> int:
+def _half_offset(pl: GemvLayout) -> int:
     """Offset of the second global-buffer half (double buffering)."""
     return pl.Br * pl.T
 
 
-def _stream(pl: GemvPlan, kk: int) -> Stream:
+def _stream(pl: GemvLayout, kk: int) -> Stream:
     """The PIM stream of reduction slice ``kk``."""
     w = pl.part_width
     urr = pl.U * pl.R * pl.RL
@@ -184,7 +184,7 @@ def _stream(pl: GemvPlan, kk: int) -> Stream:
     return Stream(f"pim{kk}", "pim", chans, (*loop("bg", pl.nbg, body), Signal(f"gemv{kk}")))
 
 
-def _slice_streams(pl: GemvPlan) -> tuple[Stream, ...]:
+def _slice_streams(pl: GemvLayout) -> tuple[Stream, ...]:
     """The streams of every reduction slice: slice 0 built, the others the same body with
     their input slice and partial-sum columns shifted (what :func:`_stream` would build)."""
     first = _stream(pl, 0)
@@ -196,7 +196,7 @@ def _slice_streams(pl: GemvPlan) -> tuple[Stream, ...]:
     return tuple(out)
 
 
-def _host(pl: GemvPlan, epilogue: Epilogue) -> tuple[Stream, list[Buffer]]:
+def _host(pl: GemvLayout, epilogue: Epilogue) -> tuple[Stream, list[Buffer]]:
     """Wait for every slice, then one ``gemv_out`` host op: reduce lanes and slices,
     strip the padding, apply the epilogue, write ``y``."""
     bp, w = pl.Bp, pl.part_width
@@ -218,7 +218,7 @@ def gemv(hw: Hardware, n: int, k: int, batch: int = 1, opts: GemvOpts | None = N
     after ``x``) the host applies in the same op that reduces the partial sums. Raises
     AutoschedError listing every reason when ``opts`` cannot work for the shape.
     """
-    pl = plan_gemv(hw, n, k, batch, opts)
+    pl = gemv_layout_of(hw, n, k, batch, opts)
     host, bufs = _host(pl, epilogue)
     x = Buffer("x", hw.pim.dtype, pl.Bp * pl.ktot)
     streams = (*_slice_streams(pl), host)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 
 from ..hardware import DTYPE_BYTES, Hardware
-from .gemv_layout import GemvPlan
+from .gemv_layout import GemvLayout
 
 __all__ = ["gemv_terms", "layout_estimate_ns"]
 
@@ -47,7 +47,7 @@ def gemv_terms(hw: Hardware, m: int, n: int, k: int, *, prologue: bool = False,
             "bound": min(pim_total, host_total)}
 
 
-def layout_estimate_ns(hw: Hardware, pl: GemvPlan) -> float:
+def layout_estimate_ns(hw: Hardware, pl: GemvLayout) -> float:
     """A rough PIM time of the resolved plan ``pl``, for ranking layouts of one GEMV (not a
     bound): the rows one unit walks, once per group of batch rows, each costing its
     column MACs for the ``Br`` rows of the group plus, without bank interleaving, its

@@ -24,18 +24,18 @@ from ..program import Buffer, Loop, Node, Program, Stream
 from .base import Kernel, loop
 from .epilogue import NO_EPILOGUE, Epilogue
 from .gemv import place_gemv, plan_json
-from .gemv_layout import GemvOpts, GemvPlan, plan_gemv
+from .gemv_layout import GemvLayout, GemvOpts, gemv_layout_of
 
 __all__ = ["gemv_host", "layout_banks", "layout_plan"]
 
 
-def layout_plan(hw: Hardware, n: int, k: int, layout: GemvOpts) -> GemvPlan:
+def layout_plan(hw: Hardware, n: int, k: int, layout: GemvOpts) -> GemvLayout:
     """The plan of the resident layout alone (batch rows and loop order do not move
     weights)."""
-    return plan_gemv(hw, n, k, 1, replace(layout, batch_rows=1, loop_order="row_outer"))
+    return gemv_layout_of(hw, n, k, 1, replace(layout, batch_rows=1, loop_order="row_outer"))
 
 
-def layout_banks(pl: GemvPlan) -> list[int]:
+def layout_banks(pl: GemvLayout) -> list[int]:
     """Banks of a channel the layout fills, by bank slot."""
     nh = 2 if pl.opts.interleave else 1
     return [(s // nh) * pl.bpu + s % nh for s in range(pl.U * nh)]

@@ -1,4 +1,4 @@
-"""GEMV lowering decisions (``GemvOpts``) and the numbers they resolve to (``GemvPlan``).
+"""GEMV lowering decisions (``GemvOpts``) and the numbers they resolve to (``GemvLayout``).
 
 Vocabulary. Channels ``C`` split into ``k_split`` reduction slices of ``Co`` channels.
 Each unit holds ``R`` accumulator "stripes" per pass and batch row: a stripe is one
@@ -19,8 +19,8 @@ from ..hardware import Hardware
 from .base import ceil_div, round_up
 from .gemv_rules import GEMV_RULES, LOOP_ORDERS, GemvShape, gemv_reasons, k_per_row
 
-__all__ = ["LAYOUT_FIELDS", "GemvOpts", "GemvPlan", "LOOP_ORDERS", "layout_key", "parse_layout",
-           "plan_gemv"]
+__all__ = ["LAYOUT_FIELDS", "GemvOpts", "GemvLayout", "LOOP_ORDERS", "layout_key", "parse_layout",
+           "gemv_layout_of"]
 
 # The options that decide where each weight lives in the banks (``place_gemv``): two
 # schedules with equal values read the same resident weights. ``batch_rows`` and the
@@ -80,7 +80,7 @@ class GemvOpts:
     def validate(self, hw: Hardware, n: int, k: int, batch: int) -> list[str]:
         """Why these opts cannot lower ``y[batch, n] = x @ W[n, k]^T`` on ``hw`` (empty: ok)."""
         try:
-            plan_gemv(hw, n, k, batch, self)
+            gemv_layout_of(hw, n, k, batch, self)
         except AutoschedError as e:
             return str(e).split("; ")
         return []
@@ -126,7 +126,7 @@ def _default_tile(o: GemvOpts, hw: Hardware, kslice: int) -> int:
 
 
 @dataclass(frozen=True)
-class GemvPlan:
+class GemvLayout:
     """Resolved GEMV geometry (see the module docstring for the symbols)."""
 
     n: int
@@ -183,7 +183,7 @@ class GemvPlan:
         return self.Co * self.U * self.R * self.RL
 
 
-def plan_gemv(hw: Hardware, n: int, k: int, batch: int, opts: GemvOpts | None) -> GemvPlan:
+def gemv_layout_of(hw: Hardware, n: int, k: int, batch: int, opts: GemvOpts | None) -> GemvLayout:
     """Resolve ``opts`` for the shape, or raise AutoschedError with the reasons of the
     first tier of :data:`~sim.kernels.gemv_rules.GEMV_RULES` that fails."""
     if min(n, k, batch) < 1:
@@ -200,7 +200,7 @@ def plan_gemv(hw: Hardware, n: int, k: int, batch: int, opts: GemvOpts | None) -
     kc = round_up(ceil_div(k, ks), t * (2 if o.double_buffer else 1))
     g = 1 if o.mode == "bcast" else p.lanes
     na, nb = (r, p.register_lanes // spr) if o.mode == "dot" else (1, r // spr)
-    return GemvPlan(n=n, k=k, batch=batch, opts=o, C=o.channels, ks=ks, Co=co, U=u,
+    return GemvLayout(n=n, k=k, batch=batch, opts=o, C=o.channels, ks=ks, Co=co, U=u,
                     bpu=p.banks_per_unit, R=r, Br=br, nbg=ceil_div(batch, br),
                     P=ceil_div(n, co * u * r * opr), T=t, Kc=kc, ntiles=kc // t, Kr=kr, g=g,
                     segcols=min(t, kr) // g, spr=spr, rps=rps, na=na, nb=nb, opr=opr,

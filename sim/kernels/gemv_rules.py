@@ -1,6 +1,6 @@
 """The GEMV layout's validity rules, stated once.
 
-:func:`~sim.kernels.gemv_layout.plan_gemv` evaluates every rule on resolved options and
+:func:`~sim.kernels.gemv_layout.gemv_layout_of` evaluates every rule on resolved options and
 refuses a layout with the reasons of those that fail; the GEMV schedule space
 (``search_spaces.gemv``) wraps each rule as a constraint over its own parameters. A point
 is therefore valid for the space exactly when the kernel can lay it out.
@@ -163,7 +163,7 @@ def _order(s: GemvShape, v: V) -> str | None:
 
 
 # Tier 1 makes the options meaningful, tier 2 checks resources, tier 3 the bank capacity;
-# plan_gemv reports the first tier that fails (later ones assume the earlier hold).
+# gemv_layout_of reports the first tier that fails (later ones assume the earlier hold).
 GEMV_RULES: tuple[GemvRule, ...] = (
     GemvRule("mode", ("mode",), _mode),
     GemvRule("loop_order", ("loop_order",), _order),

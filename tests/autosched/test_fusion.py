@@ -23,7 +23,7 @@ from search_spaces import ScheduleError, Workload
 from search_spaces.fusion import FULL_FUSION, NO_FUSION, fusion_space
 
 CFG = get_model_config("llama-tiny")
-PLANS = list(fusion_space().enumerate())
+PLACEMENTS = list(fusion_space().enumerate())
 
 
 @pytest.fixture(scope="module")
@@ -103,7 +103,7 @@ def test_reference_matches_the_torch_model(phase, decode, prefill):
                                    atol=1e-5)
 
 
-@pytest.mark.parametrize("plan", PLANS, ids=lambda p: "-".join(k for k, v in p.items() if v)
+@pytest.mark.parametrize("plan", PLACEMENTS, ids=lambda p: "-".join(k for k, v in p.items() if v)
                          or "none")
 def test_every_plan_keeps_the_outputs(plan, decode, prefill):
     for graph in (decode, prefill):

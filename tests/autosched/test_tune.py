@@ -139,8 +139,8 @@ def fakes(monkeypatch):
     compiler = types.ModuleType("autosched.compiler")
     compiler.simulate_step = fake_simulate_step
     compiler.plain_memory_ns = fake_plain_memory_ns
-    compiler.choose_plan = fake_choose_plan
-    compiler.PLANS = tuple(PLAN_FACTOR)
+    compiler.choose_placement = fake_choose_plan
+    compiler.PLACEMENTS = tuple(PLAN_FACTOR)
     compiler.Partition = real_compiler.Partition
     compiler.choose_partition = lambda step, system: [
         {"partition": real_compiler.Partition.single(step.model.layers), "fits": True}]

@@ -11,7 +11,7 @@ from search_spaces import Workload
 from search_spaces.gemv import GEMV_VERSION, gemv_default, gemv_modes, gemv_space, point_opts
 from sim.errors import AutoschedError
 from sim.hwio import load_hardware
-from sim.kernels import GemvOpts, gemv, plan_gemv
+from sim.kernels import GemvOpts, gemv, gemv_layout_of
 from sim.kernels.gemv_bound import layout_estimate_ns
 from sim.timing import simulate
 
@@ -44,7 +44,7 @@ def test_constraints_are_the_kernel_rules():
 @pytest.mark.parametrize("hw", ALL.values(), ids=ALL.keys())
 @pytest.mark.parametrize("m,n,k", [(1, 40, 33), (3, 97, 250), (2, 600, 1500)])
 def test_constraints_agree_with_the_library(hw, m, n, k):
-    """A point is valid in the space exactly when plan_gemv accepts its options."""
+    """A point is valid in the space exactly when gemv_layout_of accepts its options."""
     space = gemv_space(Workload.make("gemv", m=m, n=n, k=k), hw)
     rng = np.random.default_rng(m * n + k)
     seen = {True: 0, False: 0}
@@ -122,8 +122,8 @@ def test_gemv_default_ranks_library_options_by_rows_and_read_out(hw, m, n, k):
     splits = [s for s in (1, 2, 4, 8, 16, 32, 64) if hw.org.channels % s == 0]
     opts = [o for o in (GemvOpts(k_split=s, interleave=il) for s in splits for il in pairs)
             if not o.validate(hw, n, k, m)]
-    plans = [plan_gemv(hw, n, k, m, o) for o in opts]
-    mine = plan_gemv(hw, n, k, m, point_opts(d))
+    plans = [gemv_layout_of(hw, n, k, m, o) for o in opts]
+    mine = gemv_layout_of(hw, n, k, m, point_opts(d))
     assert layout_estimate_ns(hw, mine) == pytest.approx(
         min(layout_estimate_ns(hw, p) for p in plans))
     densest = min(plans, key=lambda p: p.rows_per_bank)
@@ -140,10 +140,10 @@ def test_gemv_default_of_a_one_row_matrix_spreads_without_interleaving(n, k):
     hw = HW["hbm-pim"]
     w = Workload.make("gemv", m=1, n=n, k=k)
     d = gemv_default(w, hw)
-    assert plan_gemv(hw, n, k, 1, point_opts(d)).rows_per_bank == 1 and not d["interleave"]
+    assert gemv_layout_of(hw, n, k, 1, point_opts(d)).rows_per_bank == 1 and not d["interleave"]
     paired = next(o for s in (1, 2, 4, 8, 16, 32, 64)
                   if not (o := GemvOpts(k_split=s, interleave=True)).validate(hw, n, k, 1)
-                  and plan_gemv(hw, n, k, 1, o).rows_per_bank == 1)
+                  and gemv_layout_of(hw, n, k, 1, o).rows_per_bank == 1)
     alone = simulate(gemv(hw, n, k, 1, point_opts(d)).program, hw).latency_ns
     assert alone < simulate(gemv(hw, n, k, 1, paired).program, hw).latency_ns
 

@@ -114,14 +114,14 @@ def test_slice_streams_are_slice_zero_moved_and_shift_refs_shares_the_rest() -> 
     from sim.isa import BufRef, RdAcc, WrGb, aff
     from sim.kernels.base import shift_refs
     from sim.kernels.gemv import _slice_streams, _stream
-    from sim.kernels.gemv_layout import plan_gemv
+    from sim.kernels.gemv_layout import gemv_layout_of
 
     for name in ("hbm-pim", "aim-gddr6"):
         hw = load_hardware(name)
         for n, k, m, o in [(256, 688, 1, GemvOpts(k_split=16)), (4096, 4096, 4,
                            GemvOpts(k_split=8, batch_rows=2, double_buffer=True)),
                            (1376, 256, 1, GemvOpts(k_split=4, loop_order="tile_outer"))]:
-            pl = plan_gemv(hw, n, k, m, o)
+            pl = gemv_layout_of(hw, n, k, m, o)
             assert _slice_streams(pl) == tuple(_stream(pl, kk) for kk in range(pl.ks))
     wr = WrGb(BufRef("x", aff(3, t=4), (4,)), aff(0))
     rd = RdAcc(0, 1, aff(0), 1, BufRef("part", aff(0, ch=16), (16,)))

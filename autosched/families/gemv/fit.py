@@ -19,7 +19,7 @@ from typing import Any
 from search_spaces import Schedule, Workload
 from search_spaces.gemv import point_opts
 from sim.hardware import Hardware
-from sim.kernels.gemv_layout import layout_key, plan_gemv
+from sim.kernels.gemv_layout import gemv_layout_of, layout_key
 from sim.timing import simulate
 
 __all__ = ["dense_schedules", "fitted_layouts", "layout_options"]
@@ -32,7 +32,7 @@ Option = tuple[int, float, Schedule]  # rows per bank, latency alone (ns), sched
 
 def _rows(w: Workload, point: dict, hw: Hardware) -> int:
     d = w.dims
-    return plan_gemv(hw, d["n"], d["k"], d["m"], point_opts(point)).rows_per_bank
+    return gemv_layout_of(hw, d["n"], d["k"], d["m"], point_opts(point)).rows_per_bank
 
 
 def layout_options(w: Workload, hw: Hardware, current: Schedule) -> list[Option]:
