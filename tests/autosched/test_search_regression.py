@@ -16,8 +16,8 @@ import pytest
 
 from autosched.database import open_database
 from autosched.measure import LocalRunner
-from autosched.search import TaskTuner, tune_tasks
-from cost_models import XGBRegressionModel, make_cost_model
+from autosched.search import SearchContext, TaskTuner, tune_tasks
+from cost_models import XGBRegressionModel
 from search_spaces import Workload
 from sim.hwio import load_hardware
 
@@ -35,18 +35,19 @@ def test_same_seed_same_measurements_as_recorded(name: str, tmp_path: Path) -> N
     hw = load_hardware(case["hw"])
     tasks = [(Workload.from_dict(w), n) for w, n in case["tasks"]]
     db = open_database(tmp_path / "t.db")
-    seed = case["seed"]
-    if case["kind"] == "tune_tasks":
-        model = None if case["cost_model"] == "none" else make_cost_model(case["cost_model"],
-                                                                          seed=seed)
-        tune_tasks(tasks, hw, db=db, trials=case["trials"], workers=1,
-                   sampler=case["strategy"], seed=seed, cost_model=model, plans=case["plans"])
-    else:  # a cold single-task search in rounds of 8, as experiments/bench_search runs it
-        model = XGBRegressionModel(seed=seed, nthread=1) if case["cost_model"] != "none" \
-            else None
-        with LocalRunner(1) as runner:
-            t = TaskTuner(tasks[0][0], 1, hw, db=db, runner=runner, sampler=case["strategy"],
-                          seed=seed, cost_model=model, start_from_default=False)
-            while t.measured < case["trials"] and t.step(min(8, case["trials"] - t.measured)):
+    seed, cm = case["seed"], case["cost_model"]
+    with LocalRunner(1) as runner:
+        if case["kind"] == "tune_tasks":
+            ctx = SearchContext.of(hardware=hw, database=db, runner=runner,
+                                   trials=case["trials"], strategy=case["strategy"],
+                                   cost_model=cm, seed=seed, plans=case["plans"])
+            tune_tasks(tasks, ctx)
+        else:  # a cold single-task search in rounds of 8, as experiments/bench_search runs it
+            model = XGBRegressionModel(seed=seed, nthread=1) if cm != "none" else None
+            ctx = SearchContext.of(hardware=hw, database=db, runner=runner,
+                                   trials=case["trials"], strategy=case["strategy"],
+                                   cost_model=model, seed=seed)
+            t = TaskTuner(tasks[0][0], 1, ctx, start_from_default=False)
+            while t.measured < ctx.trials and t.step(min(8, ctx.trials - t.measured)):
                 pass
     assert _measured(db) == case["measured"]
