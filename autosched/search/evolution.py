@@ -6,18 +6,19 @@ fittest of ``tournament`` members drawn at random), crossed with a second tourna
 winner with probability ``crossover`` (parameter by parameter through the space's own
 conditions: a parameter takes either parent's value when it is active in that parent,
 its domain's first value when it is active in neither), then mutated by one random
-neighbourhood move (:func:`.moves.one_change`). Children that are measured, invalid or
-bred twice are dropped.
+neighbourhood move (:func:`.moves.one_change`) that keeps the space's constraints.
+Children that are measured, invalid or bred twice are dropped.
 
-With a cost model, fitness is the model's score (parents included, so one scale), and
-``generations`` generations are bred per round, each keeping the ``population`` fittest
-of parents and children: the model plays the simulator while the population evolves,
-and every child bred in the round is a candidate the tuner ranks and measures the top
-of (as it ranks the Optuna strategy's). Without one, fitness is the measured latency and
+With a cost model, fitness is the model's score (parents included, so one scale). A
+round's population is the parents and ``newcomers`` random valid points (all
+``population`` of them random while nothing is measured), and ``generations``
+generations are bred from it, each keeping the ``population`` fittest of population and
+children: the model plays the simulator while the population evolves, and every
+newcomer and child of the round is a candidate the tuner ranks and measures the top of
+(as it ranks the Optuna strategy's). Without one, fitness is the measured latency and
 one generation of as many children as there are measurements to make is proposed in
-breeding order. The first round, with nothing measured, starts from random valid points;
-random valid points also top up a round that bred too few children, so the strategy
-stops only when the space is measured out.
+breeding order. Random valid points top up a round that bred too few children (the
+first one, without a model), so the strategy stops only when the space is measured out.
 """
 
 from __future__ import annotations
@@ -53,9 +54,13 @@ def crossover(space: Space, a: dict, b: dict, rng: np.random.Generator) -> dict:
 
 
 def mutate(space: Space, point: dict, rng: np.random.Generator) -> dict | None:
-    """One random one-change neighbour of ``point`` (None: the space has no other point)."""
+    """A random one-change neighbour of ``point`` that satisfies the space's constraints
+    (None: no neighbour does)."""
     near = list(one_change(space, point))
-    return near[int(rng.integers(len(near)))] if near else None
+    for i in rng.permutation(len(near)):
+        if not space.validate(near[i]):
+            return near[i]
+    return None
 
 
 class EvolutionarySearch(SearchStrategy):
@@ -112,10 +117,10 @@ class EvolutionarySearch(SearchStrategy):
         """Breed ``generations`` generations on the cost model's scores; every child stays
         pending for the tuner to rank."""
         task, pool, s = self.task, self.task.pool, self.task.settings
-        if not pop:  # nothing measured yet: random valid points are the first population
-            pop = [p for p in pool.unmeasured(rng, s.population, task.measured_keys)
-                   if pool.add(p, task.measured_keys, build_it=True)]
+        n_new = s.population if not pop else s.newcomers  # nothing measured: all newcomers
         pop = [p for p in pop if pool.candidate(p) is not None]
+        pop += [p for p in pool.unmeasured(rng, n_new, task.measured_keys)
+                if pool.add(p, task.measured_keys, build_it=True)]
         fit = self._scores(pop)
         for _ in range(s.generations):
             children = self._breed(pop, fit, rng, s.population)

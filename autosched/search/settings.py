@@ -52,15 +52,17 @@ class SearchSettings:
     floor: float = 0.02  # the least relative improvement Ansor's score assumes
     epsilon: float = 0.05  # chance that a round goes to a random live task
     # -- the evolutionary strategy
-    population: int = 32  # parents kept and children bred per generation
-    generations: int = 3  # generations bred per round under the cost model (1 without one)
+    population: int = 64  # parents kept and children bred per generation
+    newcomers: int = 32  # random valid points joining the population each round (with a model)
+    generations: int = 5  # generations bred per round under the cost model (1 without one)
     tournament: int = 3  # members drawn per tournament; the fittest becomes a parent
     crossover: float = 0.5  # chance that a child takes parameters from two parents
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):
             v = getattr(self, f.name)
-            least = 0 if f.name in ("n_explore", "epsilon", "crossover", "noise_floor") else 1
+            least = 0 if f.name in ("n_explore", "epsilon", "crossover", "noise_floor",
+                                    "newcomers") else 1
             if f.type == "int" and (type(v) is not int or v < least):
                 raise SearchError(f"SearchSettings.{f.name} must be an int >= {least}, got {v!r}")
             if f.type == "float" and not (isinstance(v, int | float) and v >= 0 and

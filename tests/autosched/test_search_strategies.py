@@ -22,7 +22,7 @@ from autosched.search import (
 from autosched.search.contract import TASK, StrategyContract
 from autosched.search.evolution import crossover, mutate
 from autosched.search.moves import one_change
-from search_spaces import Categorical, Cond, IntRange, Param, Space
+from search_spaces import Categorical, Cond, Constraint, IntRange, Param, Space, Var
 
 SPACE = Space("toy", 1, (
     Param("place", Categorical(("pim", "host"))),
@@ -79,6 +79,12 @@ def test_mutation_is_one_neighbourhood_move() -> None:
     seen = [mutate(SPACE, p, rng) for _ in range(60)]
     assert all(q in near for q in seen) and len({str(q) for q in seen}) > 5
     assert mutate(Space("one", 1, (Param("x", Categorical((1,))),)), {"x": 1}, rng) is None
+    tight = Space("tight", 1, (Param("a", IntRange(1, 8)), Param("b", IntRange(1, 8))),
+                  (Constraint("small", Var("a") * Var("b"), "<=", 8),))
+    kids = [mutate(tight, {"a": 2, "b": 4}, rng) for _ in range(60)]
+    assert all(tight.validate(k) == [] for k in kids)  # only moves within the constraints
+    assert {(k["a"], k["b"]) for k in kids} == {(1, 4), (2, 1), (2, 2), (2, 3)}
+    assert mutate(tight, {"a": 8, "b": 1}, rng) is not None
 
 
 def test_parents_are_the_fastest_successes(tmp_path) -> None:
