@@ -21,7 +21,7 @@ from sim.errors import AutoschedError
 from sim.hardware import Hardware
 
 from .database import Database, RecordKey, open_database
-from .defaults import DB_DEFAULT, DEFAULT_CONTEXT, DEFAULT_TRIALS, SAMPLERS
+from .defaults import DB_DEFAULT, DEFAULT_CONTEXT, DEFAULT_TRIALS, STRATEGIES
 from .families import family_of
 from .ir import PlanKey, PlanKind, Step
 from .report import EndToEnd, TaskReport, TuneReport
@@ -97,8 +97,11 @@ def tune(model: str | Path | ModelConfig, *, hw: str | Path | Hardware = "hbm-pi
     plans with the best tuned estimates (``FINALISTS``, more while within
     ``FINALIST_SPREAD`` of the best) are simulated whole and the fastest is reported and
     stored. ``fusion="none"`` tunes the unfused graph alone.
-    ``runner``: a Runner, or ``local`` / ``dask://host:port``. Each input (hardware,
-    model, database, cost model, runner) is resolved once and passed on as an object.
+    ``runner``: a Runner (the caller closes it), or ``local`` / ``dask://host:port``
+    (opened and closed here). ``sampler`` names the search strategy: an Optuna sampler
+    or ``evolutionary`` (:data:`~autosched.defaults.STRATEGIES`). Each input (hardware,
+    model, database, cost model, runner, strategy) is resolved once and passed on as an
+    object, the search's in one :class:`~autosched.search.SearchContext`.
     Processes tuning the same tasks with the same budget on one database share the job
     (``search.shared``).
     """
@@ -116,13 +119,14 @@ def tune(model: str | Path | ModelConfig, *, hw: str | Path | Hardware = "hbm-pi
     )
     from .frontend import get_model_config
     from .ir import tasks
+    from .measure import Runner, make_runner
     from .pipeline import step_of
-    from .search import tune_tasks
+    from .search import SearchContext, tune_tasks
     from .search.shared import share
 
     start = time.perf_counter()
-    if sampler not in SAMPLERS:
-        raise AutoschedError(f"sampler {sampler!r} is not one of {', '.join(SAMPLERS)}")
+    if sampler not in STRATEGIES:
+        raise AutoschedError(f"sampler {sampler!r} is not one of {', '.join(STRATEGIES)}")
     if not isinstance(trials, int) or trials < 0:
         raise AutoschedError(f"trials must be a non-negative integer, got {trials!r}")
 
@@ -150,12 +154,17 @@ def tune(model: str | Path | ModelConfig, *, hw: str | Path | Hardware = "hbm-pi
 
     # space, ask, predict, measure, tell and commit: one shared budget over all tasks
     job = share(database, [t.workload for t in task_list], hardware, trials)
+    own = not isinstance(runner, Runner)
+    run = make_runner(runner, workers or os.cpu_count() or 1) if own else runner
     try:
-        results = tune_tasks(task_list, hardware, db=job.database, trials=trials,
-                             workers=workers or os.cpu_count() or 1, sampler=sampler,
-                             seed=seed, cost_model=cm, progress=progress, runner=runner,
-                             plans=per_plan if len(plans) > 1 else None, gate=job)
+        search = SearchContext.of(hardware=hardware, database=job.database, runner=run,
+                                  trials=trials, strategy=sampler, cost_model=cm, seed=seed,
+                                  plans=per_plan if len(plans) > 1 else None, gate=job,
+                                  progress=progress)
+        results = tune_tasks(task_list, search)
     finally:
+        if own:
+            run.close()
         job.close()
     measured = job.inserted  # this run's own records, whoever else writes to the database
 

@@ -21,7 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from autosched.codegen import families  # noqa: F401  (register the built-in lowerings)
+from autosched import families  # noqa: F401  (register the built-in families)
 from autosched.database import open_database
 from autosched.families.registry import family_of
 from autosched.frontend import capture
@@ -29,7 +29,7 @@ from autosched.ir import tasks
 from autosched.measure import LocalRunner, MeasureInput, Runner
 from autosched.measure.record import Measurement
 from autosched.pipeline import model_graph
-from autosched.search import TaskTuner
+from autosched.search import SearchContext, TaskTuner
 from cost_models import make_cost_model
 from experiments.bench_search_data import CACHE
 from experiments.bench_search_runs import ReplayRunner
@@ -84,8 +84,9 @@ def searched(w: Workload, hw: Hardware, table: dict[str, Measurement], strategy:
     db = open_database(db_dir / f"{w.digest}-{hw.name}-{strategy}-{seed}.db")
     model = make_cost_model("pretrained") if strategy == "model" else None
     start = time.process_time()
-    tuner = TaskTuner(w, 1, hw, db=db, runner=ReplayRunner(table), sampler="tpe", seed=seed,
-                      cost_model=model)
+    tuner = TaskTuner(w, 1, SearchContext.of(hardware=hw, database=db,
+                                             runner=ReplayRunner(table), trials=budget,
+                                             strategy="tpe", seed=seed, cost_model=model))
     while tuner.measured < budget and tuner.step(min(8, budget - tuner.measured)):
         pass
     best = tuner.best.latency_ns if tuner.best else math.inf

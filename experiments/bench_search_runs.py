@@ -6,7 +6,8 @@ exhaustive measurements. ``autosched`` is TPE with an XGBoost model that was tra
 the exhaustive data of the *other* workloads (never the case's own operator shape, in any
 dtype, on any hardware) and is refit on top of those trees as the search measures: the
 transfer a new task gets from the database (from scratch when the run holds no other
-workload). Runs are spread over worker processes.
+workload). ``evolutionary`` (not in the default set) is the evolutionary search strategy
+ranked by the same model. Runs are spread over worker processes.
 """
 
 from __future__ import annotations
@@ -21,14 +22,19 @@ from pathlib import Path
 
 import numpy as np
 
+from autosched.database import open_database
 from autosched.measure import MeasureInput, Runner, measure_one
 from autosched.measure.record import Measurement
-from autosched.search import TaskTuner
+from autosched.search import SearchContext, TaskTuner
 from cost_models import XGBRegressionModel, load_cost_model
 from experiments.bench_search_data import CACHE, Case, CaseData, _rows, case_data
 from sim.hwio import load_hardware
 
-STRATEGIES = ("random", "tpe", "autosched")
+STRATEGIES = ("random", "tpe", "autosched")  # the default set
+ALL_STRATEGIES = (*STRATEGIES, "evolutionary")
+# benchmark strategy -> (search strategy, whether the cost model ranks its proposals)
+SEARCH = {"random": ("random", False), "tpe": ("tpe", False), "autosched": ("tpe", True),
+          "evolutionary": ("evolutionary", True)}
 THRESHOLDS = (1.05, 1.01)
 
 
@@ -79,21 +85,22 @@ def search_curve(strategy: str, data: CaseData, budget: int, seed: int, tmp: Pat
     search. The search's own time is the CPU time of this process (sampler, moves,
     lowering and featurising, fitting, ranking), which other jobs on a shared machine do
     not inflate; replayed measurements cost nothing here."""
-    if strategy not in STRATEGIES:
-        raise ValueError(f"strategy {strategy!r} is not one of {', '.join(STRATEGIES)}")
+    if strategy not in SEARCH:
+        raise ValueError(f"strategy {strategy!r} is not one of {', '.join(ALL_STRATEGIES)}")
     t0 = time.process_time()
+    search, ranked = SEARCH[strategy]
     model = None
-    if strategy == "autosched" and model_path is None:
+    if ranked and model_path is None:
         model = XGBRegressionModel(seed=seed, nthread=1)
-    elif strategy == "autosched":
+    elif ranked:
         model = load_cost_model(model_path)
         model.freeze()
     w, hw = data.case.workload, load_hardware(data.case.preset)
-    db = tmp / f"{strategy}-{seed}-{w.digest}-{hw.fingerprint[:8]}.db"
+    db = open_database(tmp / f"{strategy}-{seed}-{w.digest}-{hw.fingerprint[:8]}.db")
     replay = ReplayRunner(data.table)
-    tuner = TaskTuner(w, 1, hw, db=str(db), runner=replay,
-                      sampler="random" if strategy == "random" else "tpe", seed=seed,
-                      cost_model=model, start_from_default=False)
+    ctx = SearchContext.of(hardware=hw, database=db, runner=replay, trials=budget,
+                           strategy=search, seed=seed, cost_model=model)
+    tuner = TaskTuner(w, 1, ctx, start_from_default=False)
     times: list[float] = []
     while tuner.measured < budget:
         new = tuner.step(min(8, budget - tuner.measured))
@@ -134,8 +141,10 @@ def _job(job: tuple[Case, str, int, int, str, str | None]) -> dict:
 
 
 def run_searches(data: list[CaseData], seeds: int, budget: int, workers: int,
-                 cache: Path = CACHE, quiet: bool = False) -> list[dict]:
-    """One record per (case, strategy, seed): curve (best/opt per measurement), wall curve
+                 cache: Path = CACHE, quiet: bool = False,
+                 strategies: Sequence[str] = STRATEGIES) -> list[dict]:
+    """One record per (case, strategy of ``strategies``, seed): curve (best/opt per
+    measurement), wall curve
     (the search's own time plus, per measurement, the case's mean simulation time and,
     when the search did not hand over the lowered program, its mean lowering time),
     trials-to-targets, total wall and its two parts (``search_s``, ``measure_s``)."""
@@ -147,9 +156,9 @@ def run_searches(data: list[CaseData], seeds: int, budget: int, workers: int,
                 p = transfer_model(d.case, data, Path(tmp) / f"transfer-{len(models)}.ubj")
                 models[key] = str(p) if p else None
         jobs = [(d.case, s, seed, budget, str(cache),
-                 models[d.case.shape] if s == "autosched" else None)
-                for d in data for s in STRATEGIES for seed in range(seeds)]
-        first = sorted(range(len(jobs)), key=lambda i: jobs[i][1] != "autosched")  # slow first
+                 models[d.case.shape] if SEARCH[s][1] else None)
+                for d in data for s in strategies for seed in range(seeds)]
+        first = sorted(range(len(jobs)), key=lambda i: not SEARCH[jobs[i][1]][1])  # slow first
         # spawn, not fork: XGBoost's OpenMP threads in this process would deadlock a fork
         ctx = multiprocessing.get_context("spawn")
         runs: list[dict] = [{}] * len(jobs)

@@ -34,13 +34,13 @@ from pathlib import Path
 from autosched.database import Database, open_database
 from autosched.families import family_of
 from autosched.ir import tasks
-from autosched.measure import MeasureInput, measure_one
+from autosched.measure import LocalRunner, MeasureInput, measure_one
 from autosched.pipeline import model_graph
 from autosched.regress import ModelCase, TunedExport, export_from_db, get_suite, resolve_model
 from autosched.regress.files import commit_of
 from autosched.regress.suites import SUITES
 from autosched.regress.tuned import TUNED_PATH, TunedExportError
-from autosched.search import tune_tasks
+from autosched.search import SearchContext, tune_tasks
 from autosched.tune import tune
 from cost_models.registry import make_cost_model
 from search_spaces import Schedule, Workload
@@ -104,8 +104,10 @@ def search_only(db: Database, graphs: list, hw: Hardware, pattern: str, trials: 
     returns how many workloads matched."""
     chosen = [t for t in tasks(*graphs) if fnmatch.fnmatch(t.workload.key, pattern)]
     if chosen:
-        tune_tasks(chosen, hw, db=db, trials=trials, seed=seed,
-                   cost_model=make_cost_model("xgb", seed=seed))
+        with LocalRunner() as runner:
+            tune_tasks(chosen, SearchContext.of(hardware=hw, database=db, runner=runner,
+                                                trials=trials, seed=seed,
+                                                cost_model=make_cost_model("xgb", seed=seed)))
     return len(chosen)
 
 

@@ -3,7 +3,9 @@
 A :class:`Space` declares parameters (:class:`Param`) with domains (:class:`Categorical`,
 :class:`IntRange`, :class:`PowersOfTwo`, :class:`Divisors`), conditions (:class:`Cond`)
 and constraints (:class:`Constraint` over :class:`Var` expressions); one generic engine
-validates points, enumerates, samples, drives Optuna and encodes features. A
+validates points, enumerates, samples, fills points parameter by parameter and encodes
+features. The language imports no search library: a strategy's adapter reads the
+domains (integer ranges or finite lists) and drives its library with them. A
 :class:`Schedule` is one point as a frozen, hashable, JSON value.
 """
 

@@ -1,9 +1,11 @@
 """Domains: the finite set of values one schedule parameter may take.
 
 Every domain is a frozen dataclass with a finite, ordered ``values()``; ``contains`` is
-strict about types (``True`` is not ``1``); ``to_optuna`` gives the matching Optuna
-distribution; ``encode`` gives the parameter's slice of a feature vector (``None`` = the
-parameter is inactive, encoded as -1 in every slot).
+strict about types (``True`` is not ``1``); ``encode`` gives the parameter's slice of a
+feature vector (``None`` = the parameter is inactive, encoded as -1 in every slot). A
+domain is either an integer range (:class:`IntRange`: bounds, step, log scale) or a
+finite list of values; a search library's adapter reads it as one or the other
+(``autosched.search.optuna_adapter``), so the language itself needs none.
 """
 
 from __future__ import annotations
@@ -11,14 +13,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from search_spaces.errors import SpaceError
-
-if TYPE_CHECKING:
-    import optuna
 
 __all__ = ["Categorical", "Divisors", "Domain", "IntRange", "PowersOfTwo", "PowersOfTwoAnd",
            "Value", "norm", "same"]
@@ -52,7 +51,7 @@ def _is_int(v: Any) -> bool:
 
 
 class Domain:
-    """Common behaviour; subclasses provide ``_values`` and ``to_optuna``."""
+    """Common behaviour; subclasses provide ``_values``."""
 
     _values: tuple[Value, ...]
 
@@ -82,16 +81,6 @@ class Domain:
     def encode(self, v: Value | None) -> tuple[float, ...]:
         """Feature slots for value ``v``; ``None`` (inactive) is -1 in every slot."""
         return (INACTIVE,) if v is None else (float(norm(v)),)
-
-    def to_optuna(self) -> optuna.distributions.BaseDistribution:
-        """A categorical distribution over ``values()``; IntRange overrides with an int one."""
-        from optuna.distributions import CategoricalDistribution
-
-        return CategoricalDistribution(self._values)
-
-    def suggest(self, trial: optuna.trial.BaseTrial, name: str) -> Value:
-        """Ask ``trial`` for this parameter through the matching ``suggest_*`` call."""
-        return trial.suggest_categorical(name, self._values)
 
     def to_dict(self) -> dict:
         """Structural description (kind + fields) used in digests and reports."""
@@ -166,14 +155,6 @@ class IntRange(Domain):
     def contains(self, v: Any) -> bool:
         return (_is_int(v) and self.lo <= norm(v) <= self.hi
                 and (norm(v) - self.lo) % self.step == 0)
-
-    def to_optuna(self) -> optuna.distributions.BaseDistribution:
-        from optuna.distributions import IntDistribution
-
-        return IntDistribution(self.lo, self.hi, log=self.log, step=self.step)
-
-    def suggest(self, trial: optuna.trial.BaseTrial, name: str) -> Value:
-        return trial.suggest_int(name, self.lo, self.hi, step=self.step, log=self.log)
 
 
 @dataclass(frozen=True)

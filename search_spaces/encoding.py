@@ -1,6 +1,7 @@
-"""A space seen by Optuna and by the cost model: trial suggestions, distributions, features.
+"""A space seen by the cost model: a fixed-length feature vector per point.
 
-Optuna imports lazily, so a space can be built and walked without it.
+The search library's view of a space (distributions, suggestions) is not here: it lives
+with the strategy that uses it (``autosched.search.optuna_adapter``).
 """
 
 from __future__ import annotations
@@ -12,41 +13,20 @@ import numpy as np
 from search_spaces.errors import ScheduleError
 
 if TYPE_CHECKING:
-    import optuna
-
     from search_spaces.space import Space
 
-__all__ = ["distributions", "feature_names", "features", "suggest"]
+__all__ = ["check_shape", "feature_names", "features"]
 
 Point = dict[str, Any]
 
 
-def suggest(space: Space, trial: optuna.trial.BaseTrial) -> Point:
-    """Ask ``trial`` for each active parameter, define-by-run, in declaration order.
-
-    Conditional parameters are suggested only when active, so the same call works with
-    ``study.ask()``, ``optimize`` and every sampler. Constraints are not enforced here:
-    the caller validates the point and reports an invalid one (e.g. tells the trial FAIL).
-    """
-    return space.fill(lambda p: p.domain.suggest(trial, p.name))
-
-
-def _check_shape(space: Space, point: Point) -> None:
+def check_shape(space: Space, point: Point) -> None:
+    """Raise :class:`ScheduleError` if a value of ``point`` is outside its domain or a
+    parameter is missing, unknown or inactive (constraints are not checked)."""
     reasons = space.validate(point, constraints=False)
     if reasons:
         raise ScheduleError(f"point does not fit space {space.name} v{space.version}: "
                             + "; ".join(reasons))
-
-
-def distributions(space: Space, point: Point) -> dict[str, optuna.distributions.BaseDistribution]:
-    """Distributions of ``point``'s active parameters, for ``optuna.trial.create_trial``.
-
-    The same distributions :func:`suggest` uses, so a point measured elsewhere can be told
-    to a study. Raises :class:`ScheduleError` if a value is outside its domain or a
-    parameter is missing, unknown or inactive (constraints are not checked).
-    """
-    _check_shape(space, point)
-    return {name: space.param(name).domain.to_optuna() for name in space.active(point)}
 
 
 def feature_names(space: Space) -> tuple[str, ...]:
@@ -58,9 +38,9 @@ def features(space: Space, point: Point) -> np.ndarray:
     """Float vector with a fixed length per space, slots in :func:`feature_names` order.
 
     Numeric parameters are their value, categorical ones one-hot; every slot of an inactive
-    parameter is -1. Raises :class:`ScheduleError` like :func:`distributions`.
+    parameter is -1. Raises :class:`ScheduleError` like :func:`check_shape`.
     """
-    _check_shape(space, point)
+    check_shape(space, point)
     on = set(space.active(point))
     out: list[float] = []
     for p in space.params:

@@ -15,7 +15,7 @@ import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -24,9 +24,6 @@ from search_spaces.constraints import Constraint, Rule
 from search_spaces.domains import Categorical, Domain, norm
 from search_spaces.errors import ScheduleError, SpaceError
 from search_spaces.params import Cond, Param, check_name, is_met
-
-if TYPE_CHECKING:
-    import optuna
 
 __all__ = ["Space"]
 
@@ -211,14 +208,6 @@ class Space:
         return out
 
     # ----------------------------------------------------------------- encodings
-    def suggest(self, trial: optuna.trial.BaseTrial) -> Point:
-        """A point asked from ``trial`` define-by-run; see :func:`encoding.suggest`."""
-        return encoding.suggest(self, trial)
-
-    def distributions(self, point: Point) -> dict[str, optuna.distributions.BaseDistribution]:
-        """Optuna distributions of the active parameters of ``point``, for ``create_trial``."""
-        return encoding.distributions(self, point)
-
     def features(self, point: Point) -> np.ndarray:
         """Fixed-length float vector of ``point``; see :func:`encoding.features`."""
         return encoding.features(self, point)

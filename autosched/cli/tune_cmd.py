@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from ..defaults import DB_DEFAULT, DEFAULT_CONTEXT, DEFAULT_TRIALS, SAMPLERS
+    from ..defaults import DB_DEFAULT, DEFAULT_CONTEXT, DEFAULT_TRIALS, STRATEGIES
     from ..tune import DEFAULT_COST_MODEL, DEFAULT_FUSION, FUSION_MODES
 
     p = sub.add_parser("tune", help="tune every workload of a model and store the schedules")
@@ -45,7 +45,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--db", default=DB_DEFAULT, metavar="PATH|URL")
     p.add_argument("--report", default=None, metavar="FILE", help="write a JSON report")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--sampler", choices=SAMPLERS, default="tpe")
+    p.add_argument("--sampler", choices=STRATEGIES, default="tpe",
+                   help="search strategy: an Optuna sampler (default tpe) or evolutionary")
     p.add_argument("--cost-model", default=DEFAULT_COST_MODEL, metavar="KIND|PATH",
                    help="xgb (default: XGBoost starting from the shipped model), xgb-scratch, "
                         "xgb-rank, bound, random, none, pretrained[:NAME] or a saved model")

@@ -52,7 +52,7 @@ def library_choice(workload: Workload, hw: Hardware) -> LookupResult:
 
 @lru_cache(maxsize=4096)
 def _build(w: Workload, s: Schedule, hw: Hardware) -> Kernel:
-    """Lowering is deterministic: each (workload, schedule, hardware) is built once."""
+    """Family is deterministic: each (workload, schedule, hardware) is built once."""
     return build(w, s, hw)
 
 

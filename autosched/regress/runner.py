@@ -260,7 +260,9 @@ class Runner:
         return CaseResult(case.id, "kernel", figures, (), wall, info)
 
     def _tune(self, case: TuneCase) -> CaseResult:
-        from autosched.search import tune_tasks
+        from autosched.database import open_database
+        from autosched.measure import LocalRunner
+        from autosched.search import SearchContext, tune_tasks
 
         hw = load_hardware(case.hw)
         graph = model_graph(resolve_model(case.model))[1]
@@ -268,13 +270,18 @@ class Runner:
         if not nodes:
             raise AutoschedError(f"{case.id}: {case.model} has no operator with role "
                                  f"{case.role!r}")
+
+        def search(folder: str) -> list:
+            with LocalRunner(1) as runner:
+                return tune_tasks([(nodes[0].workload, 1)], SearchContext.of(
+                    hardware=hw, database=open_database(Path(folder) / "tune.db"),
+                    runner=runner, trials=case.trials, seed=case.seed,
+                    cost_model=_cost_model(case.cost_model, case.seed)))
+
         walls, best = [], []
         for _ in range(self.repeats):
             with tempfile.TemporaryDirectory() as d:
-                res, t = _timed(lambda d=d: tune_tasks(
-                    [(nodes[0].workload, 1)], hw, db=str(Path(d) / "tune.db"),
-                    trials=case.trials, workers=1, seed=case.seed,
-                    cost_model=_cost_model(case.cost_model, case.seed)))
+                res, t = _timed(lambda d=d: search(d))
             walls.append(t)
             best.append(res[0].best.latency_ns if res[0].best is not None else float("nan"))
         return CaseResult(case.id, "tune", {}, (), {"tune_s": statistics.median(walls)},

@@ -18,11 +18,11 @@ import time
 
 import optuna
 import sqlalchemy as sa
-from optuna.trial import TrialState
 
 from autosched.database.engine import BUSY_TIMEOUT_S, configure_sqlite, is_sqlite
 from sim import SIM_VERSION
 
+from .optuna_adapter import finished_trial
 from .tuner import TaskTuner
 
 __all__ = ["StudyMirror", "open_storage", "study_name"]
@@ -80,9 +80,7 @@ class StudyMirror:
                       else [m.latency_ns]) if m.ok else None
             attrs = {"schedule": m.schedule.key, "hw_name": m.hw_name}
             attrs.update({"error": m.error} if not m.ok else {"energy_pj": m.energy_pj})
-            trials.append(optuna.trial.create_trial(
-                params=point, distributions=tuner.space.distributions(point), values=values,
-                state=TrialState.COMPLETE if m.ok else TrialState.FAIL, user_attrs=attrs))
+            trials.append(finished_trial(tuner.space, point, values, attrs))
         if trials:
             study.add_trials(trials)
             have.update(t.user_attrs["schedule"] for t in trials)

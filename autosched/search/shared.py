@@ -142,7 +142,7 @@ class SharedJob(Gate):
             return 0
         self._held.add(task)
         if self.database.count(task_key(tuner)) > tuner.measured:
-            tuner._resume()  # other processes measured this task since we last looked
+            tuner.resume()  # other processes measured this task since we last looked
         k = self.board.reserve(self.job, task, n)
         if k == 0:  # the budget is spent or reserved by others: look again before picking
             self._release(task)

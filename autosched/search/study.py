@@ -1,4 +1,5 @@
-"""Optuna studies for the tuner: samplers by name, seeded, and the study that drives them."""
+"""Optuna studies for the Optuna strategy: samplers by name, seeded, and the study that
+drives them."""
 
 from __future__ import annotations
 
@@ -7,18 +8,12 @@ import warnings
 import optuna
 from optuna.samplers import BaseSampler
 
-from sim.errors import AutoschedError
-
 from ..defaults import SAMPLERS
+from .errors import SearchError
 
-__all__ = ["CONSTRAINT", "SAMPLERS", "SearchError", "learns_validity", "make_sampler",
-           "make_study"]
+__all__ = ["CONSTRAINT", "SAMPLERS", "learns_validity", "make_sampler", "make_study"]
 
 CONSTRAINT = "valid"  # trial constraint: violations of an invalid point (> 0 is infeasible)
-
-
-class SearchError(AutoschedError):
-    """A search was configured wrongly (unknown sampler, bad budget, sampler/objective clash)."""
 
 
 def make_sampler(kind: str | BaseSampler, seed: int, *, multi_objective: bool = False

@@ -18,36 +18,42 @@ import xgboost as xgb
 
 from search_spaces import Space
 
-__all__ = ["SpaceSurrogate"]
+from .settings import SearchSettings
 
-TREES, DEPTH, ETA = 40, 5, 0.3  # small: a few hundred rows of a few dozen slots
+__all__ = ["SpaceSurrogate"]
 
 
 class SpaceSurrogate:
     """Scores every point of ``points`` (valid points by schedule key) from its encoding.
 
     Deterministic for a seed; single-threaded (the search owns no spare core). Not
-    thread-safe.
+    thread-safe. Its trees, depth, learning rate and the rows it needs before it ranks
+    anything are ``settings.surrogate_*``.
     """
 
-    def __init__(self, space: Space, points: Mapping[str, dict], *, seed: int = 0) -> None:
+    def __init__(self, space: Space, points: Mapping[str, dict], *, seed: int = 0,
+                 settings: SearchSettings | None = None) -> None:
         self.keys = list(points)
         self.row = {k: i for i, k in enumerate(self.keys)}
         self.x = _encode(space, [points[k] for k in self.keys])
-        self.seed = seed
+        self.seed, self.settings = seed, settings or SearchSettings()
         self.scores: np.ndarray | None = None
 
     def fit(self, keys: Sequence[str], scores: Sequence[float]) -> bool:
         """Learn ``scores`` (the cost model's, lower is faster) of the points ``keys``;
-        rescore every point. False (and no scores) with fewer than 8 known rows."""
+        rescore every point. False (and no scores) with fewer than
+        ``settings.surrogate_rows`` known rows."""
         rows = [self.row[k] for k in keys if k in self.row]
         y = [s for k, s in zip(keys, scores, strict=True) if k in self.row]
-        if len(rows) < 8:
+        st = self.settings
+        if len(rows) < st.surrogate_rows:
             self.scores = None
             return False
-        params = {"tree_method": "hist", "max_depth": DEPTH, "eta": ETA, "nthread": 1,
-                  "seed": self.seed, "verbosity": 0, "objective": "reg:squarederror"}
-        booster = xgb.train(params, xgb.DMatrix(self.x[rows], label=np.asarray(y)), TREES)
+        params = {"tree_method": "hist", "max_depth": st.surrogate_depth,
+                  "eta": st.surrogate_eta, "nthread": 1, "seed": self.seed, "verbosity": 0,
+                  "objective": "reg:squarederror"}
+        booster = xgb.train(params, xgb.DMatrix(self.x[rows], label=np.asarray(y)),
+                            st.surrogate_trees)
         self.scores = np.asarray(booster.inplace_predict(self.x), dtype=float)
         return True
 

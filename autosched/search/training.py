@@ -14,9 +14,7 @@ from sim.hwio import list_presets, load_hardware
 from ..database import Database
 from ..families import build, family_of
 
-__all__ = ["HISTORY_LIMIT", "TrainingSet", "known_hardware"]
-
-HISTORY_LIMIT = 512  # measurements of other tasks a run starts its model with (newest first)
+__all__ = ["TrainingSet", "known_hardware"]
 
 
 def known_hardware(*extra: Hardware) -> dict[str, Hardware]:
@@ -45,8 +43,9 @@ class TrainingSet:
         self.latencies_ns.append(latency_ns)
 
     def add_history(self, db: Database, hardware: Mapping[str, Hardware],
-                    skip: Collection[str], limit: int = HISTORY_LIMIT) -> int:
-        """Add the newest ``limit`` successful measurements of *other* tasks from ``db``.
+                    skip: Collection[str], limit: int) -> int:
+        """Add the newest ``limit`` successful measurements of *other* tasks from ``db``
+        (a run passes ``SearchSettings.history_limit``).
 
         A task is ``"<workload key>@<hardware fingerprint>"``; those in ``skip`` (the run's
         own tasks, which their tuners resume) are left out, as are records of hardware not

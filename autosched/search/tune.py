@@ -2,19 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Sequence
 
-from optuna.samplers import BaseSampler
-
-from cost_models.base import CostModel
 from search_spaces import Workload
-from sim.hardware import Hardware
 
-from ..database import Database, open_database
-from ..measure import Runner, make_runner
-from .scheduler import Progress, TaskResult, TaskScheduler
-from .shared import Gate
-from .study import SearchError
+from .context import SearchContext
+from .errors import SearchError
+from .results import TaskResult
 from .training import TrainingSet, known_hardware
 from .tuner import TaskTuner
 
@@ -37,54 +31,32 @@ def _pairs(tasks: Sequence) -> list[tuple[Workload, int]]:
     return list(out.values())
 
 
-def tune_tasks(tasks: Sequence, hw: Hardware, *, db: Database | str, trials: int,
-               workers: int | None = None, sampler: str | BaseSampler = "tpe", seed: int = 0,
-               cost_model: CostModel | None = None,
-               progress: Callable[[Progress], None] | None = None,
-               multi_objective: bool = False, runner: Runner | str | None = None,
-               storage: str | None = None, warmup: int = 4, batch: int = 8,
-               plans: Sequence[Mapping[str, int]] | None = None,
-               gate: Gate | None = None) -> list[TaskResult]:
-    """Tune ``tasks`` on ``hw``; ``trials`` is this run's budget of *new* measurements.
+def tune_tasks(tasks: Sequence, ctx: SearchContext) -> list[TaskResult]:
+    """Tune ``tasks`` within ``ctx``; ``ctx.trials`` is this run's budget of *new*
+    measurements.
 
-    Reads top to bottom as the pipeline: database, runner, the cost model's head start
-    (the database's measurements of other workloads and hardware,
-    :meth:`TrainingSet.add_history`), one tuner per task (its space, its study resumed
-    from the database, its default enqueued), then the scheduler's
-    rounds of ask, rank, measure, commit and tell. A second run on the same database with
-    the same arguments measures only schedules the first did not and stops once every
-    space is exhausted. Same seed and same database state give the same measurements.
-    ``runner`` overrides the local pool of ``workers`` processes (the caller closes it);
-    a string (``local``, ``dask://host:port``) names one this call opens and closes.
-    ``plans`` (alternative graphs of one step, e.g. fusion plans) lists per plan the
-    workload keys its graph runs with their counts; the scheduler then tunes only the
-    tasks of the plans still in contention (:class:`TaskScheduler`).
-    ``gate`` shares the work with other processes (:func:`autosched.search.shared.share`).
+    Reads top to bottom as the pipeline: the cost model's head start (the database's
+    measurements of other workloads and hardware, :meth:`TrainingSet.add_history`), one
+    tuner per task (its space, its strategy resumed from the database, its named points
+    first), then the scheduler's rounds of propose, rank, measure, commit and update. A
+    second run on the same database with the same context measures only schedules the
+    first did not and stops once every space is exhausted. Same seed and same database
+    state give the same measurements. With ``ctx.plans`` (alternative graphs of one
+    step, e.g. fusion plans) the scheduler tunes only the tasks of the plans still in
+    contention (:class:`~.scheduler.TaskScheduler`).
     """
-    if not isinstance(trials, int) or trials < 0:
-        raise SearchError(f"trials must be an int >= 0, got {trials!r}")
-    database = open_database(db)
-    own = not isinstance(runner, Runner)
-    run = make_runner(runner, workers) if own else runner
-    try:
-        training = TrainingSet()
-        merged = _pairs(tasks)
-        if cost_model is not None:  # transfer: other tasks' measurements teach the first round
-            mine = {f"{w.key}@{hw.fingerprint}" for w, _ in merged}
-            if training.add_history(database, known_hardware(hw), mine):
-                training.refit(cost_model)
-        tuners = [TaskTuner(w, n, hw, db=database, runner=run, sampler=sampler,
-                            seed=seed + i, cost_model=cost_model, training=training,
-                            multi_objective=multi_objective, storage=storage)
-                  for i, (w, n) in enumerate(merged)]
-        index = {w.key: i for i, (w, _) in enumerate(merged)}
-        if plans is not None and any(k not in index for p in plans for k in p):
-            raise SearchError("a plan names a workload that is not one of the tasks")
-        scheduler = TaskScheduler(tuners, run, seed=seed, warmup=warmup, batch=batch,
-                                  plans=None if plans is None else
-                                  [{index[k]: n for k, n in p.items()} for p in plans],
-                                  gate=gate)
-        return scheduler.run(trials, progress)
-    finally:
-        if own:
-            run.close()
+    if not isinstance(ctx, SearchContext):
+        raise SearchError(f"tune_tasks needs a SearchContext, got {type(ctx).__name__}; "
+                          "build one with SearchContext.of(hardware=..., database=..., "
+                          "runner=..., trials=...)")
+    training = TrainingSet()
+    merged = _pairs(tasks)
+    if ctx.cost_model is not None:  # transfer: other tasks' measurements teach the first round
+        mine = {f"{w.key}@{ctx.hardware.fingerprint}" for w, _ in merged}
+        if training.add_history(ctx.database, known_hardware(ctx.hardware), mine,
+                                limit=ctx.settings.history_limit):
+            training.refit(ctx.cost_model)
+    tuners = [TaskTuner(w, n, ctx, seed=ctx.seed + i, training=training)
+              for i, (w, n) in enumerate(merged)]
+    scheduler = ctx.scheduler(tuners, ctx)
+    return scheduler.run(ctx.trials, ctx.progress)

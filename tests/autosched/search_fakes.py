@@ -1,24 +1,37 @@
-"""Test double for the search: a small GEMV lowering over ``sim.kernels.gemv``.
+"""Test doubles and helpers for the search: a small GEMV lowering, a context builder.
 
 :class:`FakeGemvLowering` has a space of a few dozen points (mode, reduction split, loop
 order, interleave, double buffering), lowers every point with the shipped PIM GEMV kernel
 and can be told to fail on chosen points, so tests of the tuner, the scheduler and the
 runners control failures and exhaust a space quickly. Install it with
-``monkeypatch.setitem(FAMILIES, "gemv", FakeGemvLowering(...))``.
+``monkeypatch.setitem(FAMILIES, "gemv", FakeGemvLowering(...))``. :func:`context` builds
+a :class:`SearchContext` the way an edge does (a database path opened here).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
+from autosched.database import Database, open_database
 from autosched.families import Family
+from autosched.measure import Runner
+from autosched.search import SearchContext
 from search_spaces import Categorical, PowersOfTwo, Space, Workload
 from sim.bound import bound as program_bound
 from sim.errors import AutoschedError
 from sim.hardware import Hardware
 from sim.kernels import GemvOpts, Kernel, gemv
 
-__all__ = ["FakeGemvLowering", "FakeLoweringError"]
+__all__ = ["FakeGemvLowering", "FakeLoweringError", "context"]
+
+
+def context(hw: Hardware, db: str | Path | Database, runner: Runner, *, trials: int = 0,
+            **kw: object) -> SearchContext:
+    """A search context on ``hw``, ``db`` (a path is opened here) and ``runner``; ``kw``
+    as :meth:`SearchContext.of` takes them (strategy, cost_model, seed, ...)."""
+    database = db if isinstance(db, Database) else open_database(db)
+    return SearchContext.of(hardware=hw, database=database, runner=runner, trials=trials, **kw)
 
 
 class FakeLoweringError(AutoschedError):

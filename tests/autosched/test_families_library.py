@@ -12,7 +12,8 @@ from autosched.api import compile_model, run_check
 from autosched.database import open_database
 from autosched.families import build, family_of
 from autosched.families.registry import space_of
-from autosched.search import tune_tasks
+from autosched.measure import LocalRunner
+from autosched.search import SearchContext, tune_tasks
 from search_spaces import Schedule, Workload
 from sim.hwio import load_hardware
 from sim.kernels import elementwise, gemv
@@ -56,7 +57,9 @@ def test_tuner_measures_the_library_kernel_first(tmp_path) -> None:
     w = Workload.make("gemv", m=1, n=1024, k=1024)
     low = family_of(w)
     db = open_database(tmp_path / "t.db")
-    res = tune_tasks([(w, 1)], h, db=db, trials=2, workers=1)
+    with LocalRunner(1) as runner:
+        res = tune_tasks([(w, 1)], SearchContext.of(hardware=h, database=db, runner=runner,
+                                                    trials=2))
     keys = {m.schedule.key for m in db.records(workload=w)}
     space = low.space(w, h)
     named = {Schedule.of(space, p).key for p in low.named_points(w, h).values()}

@@ -8,7 +8,8 @@ from collections import Counter
 from autosched.cli import main
 from autosched.database import SqlDatabase
 from autosched.families.registry import FAMILIES
-from autosched.search import tune_tasks
+from autosched.measure import LocalRunner
+from autosched.search import SearchContext, tune_tasks
 from cost_models import make_cost_model
 from search_spaces import Schedule, Workload
 from sim.hwio import load_hardware
@@ -49,7 +50,9 @@ def test_each_candidate_is_lowered_once(tmp_path, monkeypatch) -> None:
         return real(self, workload, point, hw_)
 
     monkeypatch.setattr(type(low), "lower", counting)
-    res = tune_tasks([(w, 1)], hw, db=tmp_path / "t.db", trials=24, workers=1,
-                     cost_model=make_cost_model("bound"))
+    with LocalRunner(1) as runner:
+        res = tune_tasks([(w, 1)], SearchContext.of(
+            hardware=hw, database=SqlDatabase(tmp_path / "t.db"), runner=runner, trials=24,
+            cost_model=make_cost_model("bound")))
     assert res[0].measurements == 24
     assert calls and max(calls.values()) == 1, calls.most_common(3)

@@ -13,10 +13,9 @@ import optuna
 from autosched.database import RecordKey, SqlDatabase
 from autosched.database.check import check_database
 from autosched.measure import LocalRunner
-from autosched.search import tune_tasks
+from autosched.search import SearchContext, TaskTuner, tune_tasks
 from autosched.search.mirror import study_name
 from autosched.search.shared import Solo, share
-from autosched.search.tuner import TaskTuner
 from search_spaces import Workload
 from sim import SIM_VERSION
 from sim.hwio import load_hardware
@@ -32,8 +31,10 @@ def _tune(url: str, budget: int, seed: int, out) -> None:
     db = SqlDatabase(url)
     job = share(db, WORKLOADS, HW, budget)
     try:
-        tune_tasks(TASKS, HW, db=job.database, trials=budget, workers=1, cost_model=None,
-                   seed=seed, gate=job, batch=4)
+        with LocalRunner(1) as runner:
+            tune_tasks(TASKS, SearchContext.of(hardware=HW, database=job.database,
+                                               runner=runner, trials=budget, seed=seed,
+                                               gate=job, batch=4))
     finally:
         job.close()
     out.put((job.inserted, job.measured))
@@ -59,8 +60,9 @@ def test_two_processes_spend_one_budget_and_measure_nothing_twice(db_url):
     assert all(inserted == measured for inserted, measured in counts)
     assert check_database(db) == []
     storage = optuna.storages.RDBStorage(url)
+    ctx = SearchContext.of(hardware=HW, database=db, runner=LocalRunner(1), trials=0)
     for w in WORKLOADS:  # every task's study holds exactly its measured schedules
-        tuner = TaskTuner(w, 1, HW, db=db, runner=LocalRunner(1))
+        tuner = TaskTuner(w, 1, ctx)
         trials = optuna.load_study(study_name=study_name(tuner), storage=storage).trials
         key = RecordKey(w, HW.fingerprint, tuner.space.name, tuner.space.version, SIM_VERSION)
         assert sorted(t.user_attrs["schedule"] for t in trials) == \
@@ -88,5 +90,7 @@ def test_a_killed_process_s_share_is_taken_over_and_the_job_completed(tmp_path):
 
 def test_alone_every_grant_is_granted_and_commits_are_counted(tmp_path):
     gate = Solo(SqlDatabase(tmp_path / "solo.db"))
-    tune_tasks(TASKS[:1], HW, db=gate.database, trials=5, workers=1, cost_model=None, gate=gate)
+    with LocalRunner(1) as runner:
+        tune_tasks(TASKS[:1], SearchContext.of(hardware=HW, database=gate.database,
+                                               runner=runner, trials=5, gate=gate))
     assert gate.inserted == gate.measured == 5

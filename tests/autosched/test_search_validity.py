@@ -20,9 +20,9 @@ from search_spaces import Workload
 from sim.hwio import load_hardware
 
 try:
-    from .search_fakes import FakeGemvLowering
+    from .search_fakes import FakeGemvLowering, context
 except ImportError:
-    from search_fakes import FakeGemvLowering
+    from search_fakes import FakeGemvLowering, context
 
 GEMV = Workload.make("gemv", m=1, n=64, k=256)
 HBM = load_hardware("hbm-pim")  # the real GEMV space: most of its points violate a constraint
@@ -43,10 +43,10 @@ def test_which_samplers_learn_validity(kind: str, learns: bool) -> None:
 @pytest.mark.parametrize("sampler", ["tpe", "random"])
 def test_invalid_points_are_told_by_sampler_kind(tmp_path: Path, runner: LocalRunner,
                                                  sampler: str) -> None:
-    t = TaskTuner(GEMV, 1, HBM, db=tmp_path / "t.db", runner=runner, sampler=sampler, seed=0)
+    t = TaskTuner(GEMV, 1, context(HBM, tmp_path / "t.db", runner, strategy=sampler, seed=0))
     t.step(4)
     t.step(4)
-    invalid = [tr for tr in t.study.trials if tr.user_attrs.get("skip") == "invalid"]
+    invalid = [tr for tr in t.strategy.study.trials if tr.user_attrs.get("skip") == "invalid"]
     assert invalid, "the real GEMV space should reject some asked points"
     for tr in invalid:
         assert t.space.validate(tr.params) or t.pool.candidate(tr.params) is None
@@ -56,7 +56,7 @@ def test_invalid_points_are_told_by_sampler_kind(tmp_path: Path, runner: LocalRu
             assert tr.constraints["valid"] >= 1
         else:
             assert tr.state == TrialState.FAIL
-    measured = [tr for tr in t.study.trials if not tr.user_attrs.get("skip")]
+    measured = [tr for tr in t.strategy.study.trials if not tr.user_attrs.get("skip")]
     assert len(measured) == t.measured == 8
     assert all(not tr.constraints and math.isfinite(tr.value) for tr in measured
                if tr.state == TrialState.COMPLETE)
@@ -90,15 +90,15 @@ def test_random_valid_points_join_the_ranked_proposals(tmp_path: Path, runner: L
     hw = load_hardware("aim-gddr6")
     w = Workload.make("gemv", m=1, n=64, k=256)
     model = OnePoint({})
-    t = TaskTuner(w, 1, hw, db=tmp_path / "t.db", runner=runner, sampler="tpe", seed=0,
-                  cost_model=model)
+    t = TaskTuner(w, 1, context(hw, tmp_path / "t.db", runner, strategy="tpe", seed=0,
+                                cost_model=model))
     # the last buildable point in enumeration order: one the sampler is unlikely to ask first
     target = next(p for p in reversed(list(t.space.enumerate()))
                   if t.pool.candidate(p) is not None)
     model.point = target
     got = t.step(3, n_explore=0)
     assert got[0].schedule == t.default and got[1].schedule.point == target
-    picked = [tr for tr in t.study.trials if tr.params == target]
+    picked = [tr for tr in t.strategy.study.trials if tr.params == target]
     assert len(picked) == 1 and picked[0].state == TrialState.COMPLETE  # told like any other
 
 

@@ -23,6 +23,7 @@ from autosched.ir import tasks
 from autosched.lookup import lookup
 from autosched.measure.record import Measurement
 from autosched.pipeline import model_graph
+from autosched.search.context import SearchContext
 from autosched.tune import fusion_plans, tune
 from search_spaces import FAMILIES, IntRange, Param, Schedule, Space, Workload
 from search_spaces.fusion import FULL_FUSION
@@ -71,9 +72,10 @@ class FakeResult:
     measure_s: float = 0.0
 
 
-def fake_tune_tasks(tasks, hw, *, db, trials, workers, sampler, seed, cost_model=None,
-                    progress=None, runner=None, gate=None, interrupt_after=None, plans=None):
-    """Measure p = 1, 2, ... per task in turn, skipping stored points, until ``trials``."""
+def fake_tune_tasks(tasks, ctx, *, interrupt_after=None):
+    """Measure p = 1, 2, ... per task in turn, skipping stored points, until ``ctx.trials``."""
+    assert isinstance(ctx, SearchContext)
+    hw, db, trials, progress = ctx.hardware, ctx.database, ctx.trials, ctx.progress
     low, spent, out = FakeLowering(), 0, []
     per = {}
     for t in tasks:
@@ -136,6 +138,7 @@ def fakes(monkeypatch):
         monkeypatch.setitem(registry_mod.FAMILIES, fam, FakeLowering())
     search = types.ModuleType("autosched.search")
     search.tune_tasks = fake_tune_tasks
+    search.SearchContext = SearchContext  # the real context: tune builds it as it would
     compiler = types.ModuleType("autosched.compiler")
     compiler.simulate_step = fake_simulate_step
     compiler.plain_memory_ns = fake_plain_memory_ns

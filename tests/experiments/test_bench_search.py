@@ -98,7 +98,7 @@ def test_exhaustive_data_is_complete_and_cached(small) -> None:
     assert again.table.keys() == d.table.keys() and again.optimum == d.optimum
 
 
-@pytest.mark.parametrize("strategy", ["random", "tpe", "autosched"])
+@pytest.mark.parametrize("strategy", ["random", "tpe", "autosched", "evolutionary"])
 def test_search_replays_the_table_and_never_beats_the_optimum(small, strategy: str,
                                                               tmp_path: Path) -> None:
     d, _, model = small

@@ -10,7 +10,7 @@ from autosched.database.check import check_database
 from autosched.families.registry import build, family_of
 from autosched.measure import LocalRunner
 from autosched.measure import base as measure_base
-from autosched.search import tune_tasks
+from autosched.search import SearchContext, tune_tasks
 from autosched.search.shared import share
 from search_spaces import Workload
 from sim.errors import SimError
@@ -28,8 +28,8 @@ def _tune(db: SqlDatabase, budget: int) -> int:
     job = share(db, [w for w, _ in TASKS], HW, budget)
     runner = LocalRunner(2, timeout=2.0)
     try:
-        tune_tasks(TASKS, HW, db=job.database, trials=budget, runner=runner, cost_model=None,
-                   gate=job)
+        tune_tasks(TASKS, SearchContext.of(hardware=HW, database=job.database, runner=runner,
+                                           trials=budget, gate=job))
         job.finish()
     finally:
         job.close()

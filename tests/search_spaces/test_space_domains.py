@@ -1,8 +1,7 @@
-"""Domains: enumeration, strict membership, Optuna conversion, feature encoding."""
+"""Domains: enumeration, strict membership, feature encoding."""
 
 import numpy as np
 import pytest
-from optuna.distributions import CategoricalDistribution, IntDistribution
 
 from search_spaces import Categorical, Divisors, IntRange, PowersOfTwo, SpaceError
 
@@ -30,14 +29,6 @@ def test_contains_is_strict_about_types() -> None:
     assert Categorical((1, 2)).contains(1) and not Categorical((1, 2)).contains(True)
     assert not PowersOfTwo(1, 64).contains(48) and PowersOfTwo(1, 64).contains(64)
     assert not Divisors(12).contains(5) and not Divisors(12, hi=4).contains(6)
-
-
-def test_to_optuna() -> None:
-    assert IntRange(1, 9, step=2).to_optuna() == IntDistribution(1, 9, step=2)
-    assert IntRange(1, 64, log=True).to_optuna() == IntDistribution(1, 64, log=True)
-    assert PowersOfTwo(1, 8).to_optuna() == CategoricalDistribution((1, 2, 4, 8))
-    assert Divisors(6).to_optuna() == CategoricalDistribution((1, 2, 3, 6))
-    assert Categorical(("a", "b")).to_optuna() == CategoricalDistribution(("a", "b"))
 
 
 def test_encoding_and_feature_names() -> None:

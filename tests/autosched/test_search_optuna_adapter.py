@@ -1,10 +1,13 @@
-"""Optuna bridge: define-by-run suggest through ask/tell with real samplers, and telling a
-study about points measured elsewhere through create_trial + distributions."""
+"""The Optuna adapter: define-by-run suggest through ask/tell with real samplers, domains as
+distributions, and telling a study about points measured elsewhere through create_trial +
+distributions."""
 
 import optuna
 import pytest
+from optuna.distributions import CategoricalDistribution, IntDistribution
 from optuna.trial import TrialState, create_trial
 
+from autosched.search.optuna_adapter import distribution, distributions, finished_trial, suggest
 from search_spaces import (
     Categorical,
     Cond,
@@ -54,7 +57,7 @@ def test_ask_tell_yields_valid_or_reported_points(name: str) -> None:
     invalid = 0
     for _ in range(25):
         trial = study.ask()
-        point = s.suggest(trial)
+        point = suggest(s, trial)
         assert trial.params == point
         assert s.validate(point, constraints=False) == []  # domains and conditions always hold
         reasons = s.validate(point)
@@ -77,7 +80,7 @@ def test_conditional_params_absent_when_inactive() -> None:
     seen = set()
     for _ in range(30):
         trial = study.ask()
-        point = s.suggest(trial)
+        point = suggest(s, trial)
         seen.add(point["placement"])
         assert set(point) == set(s.active(point))
         study.tell(trial, 1.0)
@@ -91,7 +94,7 @@ def test_cmaes_on_int_space() -> None:
     study = optuna.create_study(sampler=optuna.samplers.CmaEsSampler(seed=0, n_startup_trials=3))
     for _ in range(12):
         trial = study.ask()
-        point = s.suggest(trial)
+        point = suggest(s, trial)
         assert s.validate(point) == [] or s.validate(point)[0].startswith("sum: ")
         study.tell(trial, float((point["a"] - 7) ** 2 + point["b"]))
     assert study.best_value >= 1.0
@@ -106,13 +109,13 @@ def test_create_trial_round_trip_then_sampling_continues() -> None:
     ]
     study = optuna.create_study(sampler=optuna.samplers.TPESampler(seed=1, n_startup_trials=2))
     for p in measured:
-        study.add_trial(create_trial(params=p, distributions=s.distributions(p), value=cost(p)))
+        study.add_trial(create_trial(params=p, distributions=distributions(s, p), value=cost(p)))
     assert [t.params for t in study.trials] == measured
     assert study.best_trial.params == min(measured, key=cost)
-    assert set(s.distributions(measured[2])) == {"placement", "threads"}
+    assert set(distributions(s, measured[2])) == {"placement", "threads"}
     for _ in range(5):
         trial = study.ask()
-        point = s.suggest(trial)
+        point = suggest(s, trial)
         assert s.validate(point, constraints=False) == []
         study.tell(trial, cost(point))
 
@@ -120,6 +123,26 @@ def test_create_trial_round_trip_then_sampling_continues() -> None:
 def test_distributions_reject_points_outside_the_space() -> None:
     s = space()
     with pytest.raises(ScheduleError, match="gb_tile=48 is outside"):
-        s.distributions({"placement": "pim", "gb_tile": 48, "batch": 1, "dbuf": False})
+        distributions(s, {"placement": "pim", "gb_tile": 48, "batch": 1, "dbuf": False})
     with pytest.raises(ScheduleError, match="inactive"):
-        s.distributions({"placement": "host", "threads": 2, "batch": 1})
+        distributions(s, {"placement": "host", "threads": 2, "batch": 1})
+
+
+def test_domains_become_distributions() -> None:
+    assert distribution(IntRange(1, 9, step=2)) == IntDistribution(1, 9, step=2)
+    assert distribution(IntRange(1, 64, log=True)) == IntDistribution(1, 64, log=True)
+    assert distribution(PowersOfTwo(1, 8)) == CategoricalDistribution((1, 2, 4, 8))
+    assert distribution(Divisors(6)) == CategoricalDistribution((1, 2, 3, 6))
+    assert distribution(Categorical(("a", "b"))) == CategoricalDistribution(("a", "b"))
+
+
+def test_finished_trials_complete_or_fail() -> None:
+    s = space()
+    p = {"placement": "host", "threads": 4}
+    ok = finished_trial(s, p, [25.0])
+    failed = finished_trial(s, p, None, {"error": "boom"})
+    assert ok.state == TrialState.COMPLETE and ok.values == [25.0] and ok.params == p
+    assert failed.state == TrialState.FAIL and failed.user_attrs == {"error": "boom"}
+    study = optuna.create_study()
+    study.add_trials([ok, failed])
+    assert study.best_trial.params == p
