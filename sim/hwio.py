@@ -22,7 +22,7 @@ from .errors import HardwareError
 from .hardware import DTYPE_BYTES, Bus, Energy, Hardware, Host, Organisation, PimUnit, Timing
 
 __all__ = ["LIMITS", "MAX_FILE_BYTES", "PRESET_DIR", "hardware_from_dict", "list_presets",
-           "load_hardware", "read_hardware_file"]
+           "load_hardware", "preset_hardware", "read_hardware_file"]
 
 PRESET_DIR = Path(__file__).parent / "presets"
 _SECTIONS: dict[str, type] = {
@@ -54,6 +54,11 @@ MAX_CAPACITY_BYTES = 1 << 50  # 1 PiB in one device
 def list_presets() -> list[str]:
     """Names of the shipped presets."""
     return sorted(p.stem for p in PRESET_DIR.glob("*.yaml"))
+
+
+def preset_hardware() -> list[Hardware]:
+    """The hardware of every shipped preset (a system preset's: its device), by name."""
+    return [load_hardware(name) for name in list_presets()]
 
 
 def list_device_presets() -> list[str]:

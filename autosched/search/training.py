@@ -9,7 +9,7 @@ from cost_models.base import Candidate, CostModel
 from sim import SIM_VERSION
 from sim.errors import AutoschedError
 from sim.hardware import Hardware
-from sim.hwio import list_presets, load_hardware
+from sim.hwio import preset_hardware
 
 from ..database import Database
 from ..families import build, family_of
@@ -20,7 +20,7 @@ __all__ = ["TrainingSet", "known_hardware"]
 def known_hardware(*extra: Hardware) -> dict[str, Hardware]:
     """Hardware whose stored measurements can be featurized again: the presets and ``extra``,
     by fingerprint (the database keeps only a record's fingerprint and name)."""
-    out = {hw.fingerprint: hw for hw in map(load_hardware, list_presets())}
+    out = {hw.fingerprint: hw for hw in preset_hardware()}
     out.update({hw.fingerprint: hw for hw in extra})
     return out
 
