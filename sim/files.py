@@ -30,7 +30,7 @@ import yaml
 
 from .errors import AutoschedError
 
-__all__ = ["MAX_DEPTH", "InputError", "confined", "json_depth", "load_json", "load_yaml",
+__all__ = ["MAX_DEPTH", "InputError", "confined", "cut", "json_depth", "load_json", "load_yaml",
            "parse_json", "read_bytes", "read_text", "shown"]
 
 MAX_DEPTH = 64  # nesting of any file the project reads (its own use at most 6)
@@ -48,7 +48,7 @@ def shown(value: object, width: int = 60) -> str:
     return text if len(text) <= width else f"{text[:width - 14]}... ({len(text):,} chars)"
 
 
-def _cut(text: str, width: int = 160) -> str:
+def cut(text: str, width: int = 160) -> str:
     """``text`` on one line, at most ``width`` characters."""
     text = " ".join(text.split())
     return text if len(text) <= width else text[:width - 3] + "..."
@@ -140,9 +140,9 @@ def load_yaml(path: str | Path, *, limit: int, what: str = "YAML file",
         _yaml_events(text)
         return yaml.load(text, Loader=_LOADER)  # noqa: S506 (a safe loader)
     except yaml.YAMLError as e:
-        raise error(f"{path}: not valid YAML ({_cut(str(e))})") from None
+        raise error(f"{path}: not valid YAML ({cut(str(e))})") from None
     except ValueError as e:  # an alias, too deep, or an integer of thousands of digits
-        raise error(f"{path}: refused: {_cut(str(e))}") from None
+        raise error(f"{path}: refused: {cut(str(e))}") from None
 
 
 def _finite(text: str) -> float:
@@ -162,6 +162,12 @@ def _constant(name: str) -> float:
     raise ValueError(f"{name} is not a JSON number")
 
 
+def _nan_only(name: str) -> float:
+    if name == "NaN":
+        return float("nan")
+    return _constant(name)
+
+
 def json_depth(text: str) -> int:
     """How deep the arrays and objects of the JSON ``text`` nest (strings skipped)."""
     b = np.frombuffer(_STRING.sub("", text).encode(), dtype=np.uint8)
@@ -169,22 +175,25 @@ def json_depth(text: str) -> int:
     return int(np.cumsum(step).max(initial=0))
 
 
-def parse_json(text: str, *, source: str, error: type[AutoschedError] = InputError) -> object:
-    """JSON ``text`` (from ``source``, named in errors) under the rules of :func:`load_json`."""
+def parse_json(text: str, *, source: str, error: type[AutoschedError] = InputError,
+               nan: bool = False) -> object:
+    """JSON ``text`` (from ``source``, named in errors) under the rules of :func:`load_json`
+    (``nan``: ``NaN`` stands for a figure that does not exist, as in the project's own
+    result files)."""
     if json_depth(text) > MAX_DEPTH:
         raise error(f"{source}: refused: nested deeper than {MAX_DEPTH} levels")
     try:
         return json.loads(text, parse_float=_finite, parse_int=_bounded,
-                          parse_constant=_constant)
+                          parse_constant=_nan_only if nan else _constant)
     except json.JSONDecodeError as e:
         raise error(f"{source} is not valid JSON ({e.msg} at line {e.lineno} column "
                     f"{e.colno})") from None
     except ValueError as e:
-        raise error(f"{source}: refused: {_cut(str(e))}") from None
+        raise error(f"{source}: refused: {cut(str(e))}") from None
 
 
 def load_json(path: str | Path, *, limit: int, what: str = "JSON file",
-              error: type[AutoschedError] = InputError) -> object:
-    """The JSON content of ``path`` (see the module docstring)."""
+              error: type[AutoschedError] = InputError, nan: bool = False) -> object:
+    """The JSON content of ``path`` (see the module docstring and :func:`parse_json`)."""
     return parse_json(read_text(path, limit=limit, what=what, error=error), source=str(path),
-                      error=error)
+                      error=error, nan=nan)

@@ -88,7 +88,7 @@ class TunedExport(ScheduleSource):
 
     def save(self, path: str | Path = TUNED_PATH) -> None:
         """Write atomically (a killed writer leaves the old file whole)."""
-        write_atomic(Path(path), json.dumps(self.to_dict(), indent=1) + "\n")
+        write_atomic(Path(path), json.dumps(self.to_dict(), indent=1) + "\n", TunedExportError)
 
     @classmethod
     def load(cls, path: str | Path = TUNED_PATH) -> TunedExport:
