@@ -90,8 +90,8 @@ def read_bytes(path: str | Path, *, limit: int, what: str = "file",
         os.close(fd)
         if not stat.S_ISREG(st.st_mode):
             raise error(f"{p} is {_kind(st.st_mode)}; a {what} is a regular file")
-        raise error(f"{p}: larger than {limit:,} bytes ({st.st_size:,}); a {what} is "
-                    "smaller (not read)")
+        raise error(f"{p}: larger than {limit:,} bytes ({st.st_size:,}); a {what} is at "
+                    f"most {limit:,} bytes (not read)")
     os.set_blocking(fd, True)
     with os.fdopen(fd, "rb") as f:
         try:
