@@ -5,11 +5,13 @@ installed PostgreSQL) with its data folder in a new temporary directory, listeni
 127.0.0.1 only, on a free port; as root it runs the server as the ``postgres`` user (the
 server refuses to run as root). ``start_dask`` starts ``dask scheduler`` and ``dask
 worker`` processes on this machine. Both raise ``RuntimeError`` naming what failed when
-a server cannot start, and ``stop()`` removes everything they created.
+a server cannot start, and ``stop()`` stops every process they started before removing
+everything they created.
 """
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import os
 import shutil
@@ -64,11 +66,48 @@ class PostgresServer:
         return self.url(name)
 
     def stop(self) -> None:
-        """Stop the server and delete its data folder (idempotent)."""
-        if (self.root / "data" / "postmaster.pid").exists():
-            _run_pg(["pg_ctl", "-D", str(self.root / "data"), "-m", "fast", "-w", "stop"],
-                    self.as_postgres, check=False)
+        """Stop the server, then delete its data folder (idempotent). A server that does not
+        stop within a few seconds of a fast shutdown is killed; the folder is deleted only
+        once no process of the server is left, else ``RuntimeError`` says which remain."""
+        data = self.root / "data"
+        if (data / "postmaster.pid").exists():
+            try:
+                _run_pg(["pg_ctl", "-D", str(data), "-m", "fast", "-w", "-t", "5", "stop"],
+                        self.as_postgres, check=False)
+            except subprocess.TimeoutExpired:
+                pass
+        left = _server_pids(data)
+        for pid in left:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        deadline = time.monotonic() + 30
+        while _server_pids(data) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        if _server_pids(data):
+            raise RuntimeError(f"PostgreSQL on port {self.port} did not stop (processes "
+                               f"{sorted(_server_pids(data))}); {self.root} is kept")
         shutil.rmtree(self.root, ignore_errors=True)
+
+
+def _stat(pid: int) -> tuple[str, int] | None:
+    """(state letter, parent pid) of a live process, None when it is gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return fields[0], int(fields[1])
+
+
+def _server_pids(data: Path) -> set[int]:
+    """The live processes of the server whose data folder is ``data``: the postmaster its
+    pid file names and the postmaster's children (zombies excepted)."""
+    try:
+        first = int((data / "postmaster.pid").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return set()
+    pids = {first} | {int(p.name) for p in Path("/proc").iterdir()
+                      if p.name.isdigit() and (_stat(int(p.name)) or ("", 0))[1] == first}
+    return {p for p in pids if (_stat(p) or ("Z", 0))[0] != "Z"}
 
 
 def _run_pg(cmd: list[str], as_postgres: bool, *, check: bool = True

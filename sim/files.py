@@ -180,7 +180,7 @@ def parse_json(text: str, *, source: str, error: type[AutoschedError] = InputErr
     """JSON ``text`` (from ``source``, named in errors) under the rules of :func:`load_json`
     (``nan``: ``NaN`` stands for a figure that does not exist, as in the project's own
     result files)."""
-    if json_depth(text) > MAX_DEPTH:
+    if text.count("[") + text.count("{") > MAX_DEPTH and json_depth(text) > MAX_DEPTH:
         raise error(f"{source}: refused: nested deeper than {MAX_DEPTH} levels")
     try:
         return json.loads(text, parse_float=_finite, parse_int=_bounded,

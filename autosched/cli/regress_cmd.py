@@ -11,6 +11,7 @@ import argparse
 import sys
 from fnmatch import fnmatchcase
 
+from .numbers import integer, real
 from .output import print_json, table
 
 
@@ -20,9 +21,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="the suite to run (default quick)")
     p.add_argument("--cases", action="append", default=None, metavar="GLOB",
                    help="only the cases whose id matches (repeatable)")
-    p.add_argument("--repeats", type=int, default=None, metavar="N",
+    p.add_argument("--repeats", type=integer("--repeats"), default=None, metavar="N",
                    help="timed runs per case for the wall-clock medians (default: the suite's)")
-    p.add_argument("--band", type=float, default=1.5, metavar="X",
+    p.add_argument("--band", type=real("--band"), default=1.5, metavar="X",
                    help="wall-clock band: flag medians beyond X times the baseline (never fails)")
     p.add_argument("--baseline", default=None, metavar="PATH",
                    help="default: autosched/regress/data/baseline-<suite>.json")

@@ -6,6 +6,7 @@ import argparse
 
 from sim.figures import gemv_figures
 
+from .numbers import integer
 from .output import kv_table, print_json
 
 
@@ -13,9 +14,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("sim", help="run the simulator on library kernels")
     ss = p.add_subparsers(dest="sim_command", required=True, metavar="KERNEL")
     g = ss.add_parser("gemv", help="y = W x with the library GEMV kernel")
-    g.add_argument("--out", type=int, required=True, metavar="N", help="rows of W")
-    g.add_argument("--in", dest="inp", type=int, required=True, metavar="K", help="input features")
-    g.add_argument("--batch", type=int, default=1, metavar="B")
+    g.add_argument("--out", type=integer("--out", "size"), required=True, metavar="N",
+                   help="rows of W")
+    g.add_argument("--in", dest="inp", type=integer("--in", "size"), required=True, metavar="K",
+                   help="input features")
+    g.add_argument("--batch", type=integer("--batch"), default=1, metavar="B")
     g.add_argument("--hw", default="hbm-pim", metavar="NAME|FILE")
     g.add_argument("--json", action="store_true", help="print JSON")
     g.set_defaults(run=_gemv)

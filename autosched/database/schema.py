@@ -25,8 +25,8 @@ from .base import DatabaseError
 from .engine import reason, transaction
 from .nearest import MAX_DIMS, family_of, log_dims
 
-__all__ = ["SCHEMA_VERSION", "ensure_schema", "foreign_tables", "index", "jobs", "key_values",
-           "leases", "measurements", "plans", "summary_row", "workloads"]
+__all__ = ["SCHEMA_VERSION", "check_schema", "ensure_schema", "foreign_tables", "index", "jobs",
+           "key_values", "leases", "measurements", "plans", "summary_row", "workloads"]
 
 SCHEMA_VERSION = 2
 _LOCK_ID = 0x6175746F  # PostgreSQL advisory lock of schema changes ("auto")
@@ -160,6 +160,22 @@ def ensure_schema(engine: sa.Engine, display: str) -> None:
     except sa.exc.SQLAlchemyError as e:
         raise DatabaseError(f"{display} is not a usable autosched database ({reason(e)}); "
                             "pass another --db") from None
+
+
+def check_schema(engine: sa.Engine, display: str) -> None:
+    """Accept ``engine``'s database as it is, never writing: it must hold this schema."""
+    try:
+        version = _version(engine, display)
+    except sa.exc.SQLAlchemyError as e:
+        raise DatabaseError(f"{display} is not a usable autosched database ({reason(e)}); "
+                            "pass another --db") from None
+    if version is None:
+        raise DatabaseError(f"{display} holds no autosched database: run `autosched tune` "
+                            "first or pass --db")
+    if version < SCHEMA_VERSION:
+        raise DatabaseError(f"{display} has schema version {version}, this autosched reads "
+                            f"{SCHEMA_VERSION}: a tune on it upgrades it in place "
+                            "(commands that only read never write)")
 
 
 def _version(engine: sa.Engine, display: str) -> int | None:

@@ -137,4 +137,4 @@ def open_schedules(src: str | Path | ScheduleSource | Database) -> ScheduleSourc
     if "://" not in str(src) and not Path(src).exists():
         raise TunedExportError(f"no tuning database at {src}: tune first (autosched tune) "
                                "or give a tuned-schedule export (.json)")
-    return DatabaseSchedules(open_database(src))
+    return DatabaseSchedules(open_database(src, readonly=True))
