@@ -91,7 +91,7 @@ def read_bytes(path: str | Path, *, limit: int, what: str = "file",
         if not stat.S_ISREG(st.st_mode):
             raise error(f"{p} is {_kind(st.st_mode)}; a {what} is a regular file")
         raise error(f"{p}: larger than {limit:,} bytes ({st.st_size:,}); a {what} is at "
-                    f"most {limit:,} bytes (not read)")
+                    f"most {limit:,} bytes (not parsed)")
     os.set_blocking(fd, True)
     with os.fdopen(fd, "rb") as f:
         try:

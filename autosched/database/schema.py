@@ -151,15 +151,17 @@ def ensure_schema(engine: sa.Engine, display: str) -> None:
                 upgrade(conn, version)
                 conn.execute(info.update().where(info.c.key == "schema")
                              .values(value=str(SCHEMA_VERSION)))
-    except sa.exc.OperationalError as e:
-        if engine.dialect.name != "sqlite":
-            raise DatabaseError(f"{display}: cannot use the database server ({reason(e)})"
-                                ) from None
-        raise DatabaseError(f"{display} is not a usable autosched database ({reason(e)}); "
-                            "pass another --db") from None
     except sa.exc.SQLAlchemyError as e:
-        raise DatabaseError(f"{display} is not a usable autosched database ({reason(e)}); "
-                            "pass another --db") from None
+        raise _unusable(engine, display, e) from None
+
+
+def _unusable(engine: sa.Engine, display: str, e: sa.exc.SQLAlchemyError) -> DatabaseError:
+    """The one-line error of a database that cannot be opened: a server that does not
+    answer, or a file that is not an SQLite database."""
+    if isinstance(e, sa.exc.OperationalError) and engine.dialect.name != "sqlite":
+        return DatabaseError(f"{display}: cannot use the database server ({reason(e)})")
+    return DatabaseError(f"{display} is not a usable autosched database ({reason(e)}); "
+                         "pass another --db")
 
 
 def check_schema(engine: sa.Engine, display: str) -> None:
@@ -167,8 +169,7 @@ def check_schema(engine: sa.Engine, display: str) -> None:
     try:
         version = _version(engine, display)
     except sa.exc.SQLAlchemyError as e:
-        raise DatabaseError(f"{display} is not a usable autosched database ({reason(e)}); "
-                            "pass another --db") from None
+        raise _unusable(engine, display, e) from None
     if version is None:
         raise DatabaseError(f"{display} holds no autosched database: run `autosched tune` "
                             "first or pass --db")
