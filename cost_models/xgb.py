@@ -223,9 +223,9 @@ class _XGBModel(CostModel):
                                  "python -m experiments.train_cost_model")
         target = meta.get("target", "log2_latency")  # models saved before targets were named
         if target != cls.target:
-            raise CostModelError(f"{path} was trained to predict {cut(str(target), 60)}, this code's "
-                                 f"{cls.kind} model predicts {cls.target}: retrain it with "
-                                 "python -m experiments.train_cost_model")
+            raise CostModelError(f"{path} was trained to predict {cut(str(target), 60)}, "
+                                 f"this code's {cls.kind} model predicts {cls.target}: retrain "
+                                 "it with python -m experiments.train_cost_model")
         model = cls(**{**_params(meta.get("params"), mp), "nthread": NTHREAD})  # not this host's
         raw = read_bytes(path, limit=MAX_MODEL_BYTES, what="cost model", error=CostModelError)
         booster = xgb.Booster()

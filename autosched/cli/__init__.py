@@ -81,6 +81,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # the reader went away (``| head``): stop quietly, as SIGPIPE
         _drop_stdout()
         return 128 + signal.SIGPIPE
+    except OSError as e:  # a path the system refuses (a name too long, a loop of symlinks)
+        where = f"{e.filename}: " if e.filename is not None else ""
+        print("autosched: error: " + one_line(f"{where}{e.strerror or e}"), file=sys.stderr)
+        return 2
 
 
 def _drop_stdout() -> None:

@@ -206,10 +206,10 @@ def _run(args: argparse.Namespace) -> int:
     else:
         from autosched.compiler import compile_model, run_check
 
-        # the same first compile run_check makes (its kernels are cached): which schedules
+        rep = run_check(args.model, args.hw, steps=args.steps, db=db, seed=args.seed, **kw)
+        # the same first compile run_check made (its kernels are cached): which schedules
         first = compile_model(args.model, args.hw, db=db, context=args.steps,
                               capacity=args.steps, **kw)
-        rep = run_check(args.model, args.hw, steps=args.steps, db=db, seed=args.seed, **kw)
         lines = schedule_report(first.choices, first.graph, source)
     if args.json:
         print_json({**rep.to_dict(), "schedules_from": source, "schedules": lines[1:]})
