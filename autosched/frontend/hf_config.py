@@ -53,7 +53,7 @@ def _check_types(hf: dict[str, Any], label: str) -> None:
             raise fail(label, f"{key} must be an integer in [{lo}, {LIMITS[lim]}], got {shown(v)}")
     for key in _BOOLS:
         if key in hf and hf[key] is not None and not isinstance(hf[key], bool):
-            raise fail(label, f"{key} must be true or false, got {shown(hf[key])}")
+            raise fail(label, f"{key} must be true or false, got {hf[key]!r}")
     for key, (lo, hi) in _FLOATS.items():
         v = hf.get(key)
         if v is not None and (isinstance(v, bool) or not isinstance(v, int | float)
@@ -61,10 +61,10 @@ def _check_types(hf: dict[str, Any], label: str) -> None:
             raise fail(label, f"{key} must be a number in ({lo:g}, {hi:g}], got {shown(v)}")
     for key in _STRS:
         if hf.get(key) is not None and not isinstance(hf[key], str):
-            raise fail(label, f"{key} must be a string, got {shown(hf[key])}")
+            raise fail(label, f"{key} must be a string, got {hf[key]!r}")
     for key in ("rope_scaling", "rope_parameters"):
         if hf.get(key) is not None and not isinstance(hf[key], dict):
-            raise fail(label, f"{key} must be an object or null, got {shown(hf[key])}")
+            raise fail(label, f"{key} must be an object or null, got {hf[key]!r}")
     check_rope(hf, label)
     missing = [k for k in _REQUIRED if hf.get(k) is None]
     if missing:
