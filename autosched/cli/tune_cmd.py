@@ -134,9 +134,9 @@ def _run(args: argparse.Namespace) -> int:
         make_cost_model(args.cost_model, seed=args.seed)  # a missing or foreign file: now
     model_graph(cfg, phase=args.phase, batch=args.batch,  # capture errors now (cached)
                 context=min(args.context or DEFAULT_CONTEXT, cfg.max_positions))
-    _quiet("distributed")  # a lost cluster is reported in one line, not by its log
     runner = make_runner(args.runner, args.workers, timeout=args.timeout,
                          tls=TlsFiles(args.tls_ca_file, args.tls_cert, args.tls_key))
+    _quiet("distributed")  # a lost cluster is reported in one line, not by its log
     try:
         db = open_database(args.db)
     except BaseException:

@@ -23,4 +23,6 @@ def open_database(db: str | Path | Database, *, readonly: bool = False) -> Datab
     ``readonly``: the database must exist (a missing or empty file is refused, never given
     a schema) and is only read. Where a database may be at all: :mod:`.where`.
     """
-    return db if isinstance(db, Database) else SqlDatabase(db, readonly=readonly)
+    if isinstance(db, Database):
+        return db
+    return SqlDatabase(db, readonly=True) if readonly else SqlDatabase(db)
