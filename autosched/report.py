@@ -129,8 +129,10 @@ class TuneReport:
         }
 
     def write(self, path: str | Path) -> None:
-        """Write the report as indented JSON to ``path``."""
-        Path(path).write_text(json.dumps(self.to_dict(), indent=2) + "\n")
+        """Write the report as indented JSON to ``path`` (atomically, :mod:`sim.writes`)."""
+        from sim.writes import write_atomic
+
+        write_atomic(Path(path), json.dumps(self.to_dict(), indent=2) + "\n", what="report")
 
     def task_rows(self) -> list[list[object]]:
         """Rows for the per-task table, heaviest total tuned time first."""

@@ -14,6 +14,8 @@ from pathlib import Path
 import numpy as np
 
 from sim.bound import bound
+from sim.files import load_json
+from sim.writes import write_atomic
 
 from .base import Candidate, CostModel
 from .errors import CostModelError
@@ -27,15 +29,19 @@ def _check_fit(candidates: Sequence[Candidate], latencies_ns: Sequence[float]) -
                              "latencies; pass one latency per candidate (inf when it failed)")
 
 
+MAX_JSON_BYTES = 1 << 20  # a baseline's file is a few bytes
+
+
 def read_json_model(path: str | Path, kind: str) -> dict:
     """The JSON of a baseline file, checked to be of ``kind``."""
-    try:
-        d = json.loads(Path(path).read_text())
-    except (OSError, json.JSONDecodeError) as e:
-        raise CostModelError(f"cannot read cost model {path}: {e}") from None
+    d = load_json(path, limit=MAX_JSON_BYTES, what="cost model", error=CostModelError)
     if not isinstance(d, dict) or d.get("kind") != kind:
         raise CostModelError(f"{path} is not a saved {kind!r} cost model")
     return d
+
+
+def _save(path: str | Path, d: dict) -> None:
+    write_atomic(Path(path), json.dumps(d), what="cost model", error=CostModelError)
 
 
 class BoundModel(CostModel):
@@ -62,7 +68,7 @@ class BoundModel(CostModel):
         return np.asarray(scores, dtype=float)
 
     def save(self, path: str | Path) -> None:
-        Path(path).write_text(json.dumps({"kind": self.name}))
+        _save(path, {"kind": self.name})
 
     @classmethod
     def load(cls, path: str | Path) -> BoundModel:
@@ -90,11 +96,15 @@ class RandomModel(CostModel):
         return np.asarray([self._score(c) for c in candidates], dtype=float)
 
     def save(self, path: str | Path) -> None:
-        Path(path).write_text(json.dumps({"kind": self.name, "seed": self.seed}))
+        _save(path, {"kind": self.name, "seed": self.seed})
 
     @classmethod
     def load(cls, path: str | Path) -> RandomModel:
-        return cls(seed=int(read_json_model(path, cls.name).get("seed", 0)))
+        seed = read_json_model(path, cls.name).get("seed", 0)
+        if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**32:
+            raise CostModelError(f"{path}: seed must be an integer in [0, 2**32), got "
+                                 f"{seed!r:.40}")
+        return cls(seed=seed)
 
 
 class ConstantModel(CostModel):
@@ -109,7 +119,7 @@ class ConstantModel(CostModel):
         return np.zeros(len(candidates))
 
     def save(self, path: str | Path) -> None:
-        Path(path).write_text(json.dumps({"kind": self.name}))
+        _save(path, {"kind": self.name})
 
     @classmethod
     def load(cls, path: str | Path) -> ConstantModel:

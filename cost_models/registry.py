@@ -10,13 +10,14 @@ or the path of a file written by any model's ``save``.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
+
+from sim.files import load_json, shown
 
 from .base import CostModel
 from .baselines import BoundModel, ConstantModel, RandomModel
 from .errors import CostModelError
-from .xgb import XGBRankModel, XGBRegressionModel, meta_path
+from .xgb import MAX_META_BYTES, XGBRankModel, XGBRegressionModel, meta_path
 
 __all__ = ["KINDS", "PRETRAINED_DIR", "load_cost_model", "make_cost_model", "pretrained"]
 
@@ -32,16 +33,18 @@ def load_cost_model(path: str | Path) -> CostModel:
     p = Path(path)
     if not p.exists():
         raise CostModelError(f"no cost model file at {p}")
-    if meta_path(p).exists():
-        kind = json.loads(meta_path(p).read_text()).get("kind")
-    else:
-        try:
-            kind = json.loads(p.read_text()).get("kind")
-        except (UnicodeDecodeError, json.JSONDecodeError, AttributeError):
-            kind = None
-    if kind not in _CLASSES:
-        raise CostModelError(f"{p} is not a saved cost model (kind {kind!r}); saved models "
-                             f"are one of {', '.join(_CLASSES)}")
+    meta = meta_path(p)
+    try:
+        d = load_json(meta if meta.exists() else p, limit=MAX_META_BYTES,
+                      what="cost model", error=CostModelError)
+    except CostModelError:
+        if meta.exists():
+            raise
+        d = None  # not JSON: a model file without its metadata
+    kind = d.get("kind") if isinstance(d, dict) else None
+    if not isinstance(kind, str) or kind not in _CLASSES:
+        raise CostModelError(f"{p} is not a saved cost model (kind {shown(kind)}); saved "
+                             f"models are one of {', '.join(_CLASSES)}")
     return _CLASSES[kind].load(p)
 
 

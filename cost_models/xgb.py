@@ -42,6 +42,9 @@ from typing import ClassVar
 import numpy as np
 import xgboost as xgb
 
+from sim.files import cut, load_json, read_bytes, shown
+from sim.writes import write_atomic
+
 from .base import Candidate, CostModel
 from .errors import CostModelError
 from .features import FEATURE_NAMES, FEATURE_VERSION, featurize
@@ -54,6 +57,29 @@ FORMAT = "autosched-cost-model"
 _BOUND = FEATURE_NAMES.index("log_bound_ns")
 # what the trees of a regression model predict; a model saved for another target is refused
 TARGET = "log2_latency_over_bound"
+
+
+MAX_MODEL_BYTES = 256 << 20  # the shipped model is 0.4 MB
+MAX_META_BYTES = 1 << 20
+# Saved hyperparameters: name -> (type, lowest, highest), what a real model could use.
+_PARAMS = {"seed": (int, 0, 2**32 - 1), "n_estimators": (int, 1, 100_000),
+           "max_depth": (int, 1, 64), "learning_rate": (float, 1e-6, 1.0),
+           "nthread": (int, 1, 4096), "refit_trees": (int, 0, 100_000),
+           "max_trees": (int, 1, 100_000)}
+
+
+def _params(params: object, source: Path) -> dict:
+    """The saved hyperparameters, each typed and within :data:`_PARAMS`."""
+    if not isinstance(params, dict) or set(params) - set(_PARAMS):
+        raise CostModelError(f"{source}: params must be an object of "
+                             f"{', '.join(_PARAMS)}")
+    for k, v in params.items():
+        tp, lo, hi = _PARAMS[k]
+        ok = not isinstance(v, bool) and isinstance(v, int if tp is int else int | float)
+        if not ok or not lo <= v <= hi:
+            raise CostModelError(f"{source}: params.{k} must be a number in [{lo:g}, {hi:g}], "
+                                 f"got {shown(v)}")
+    return params
 
 
 def meta_path(path: str | Path) -> Path:
@@ -170,38 +196,52 @@ class _XGBModel(CostModel):
         if self.booster is None:
             raise CostModelError(f"{self.name} model has not been fitted: nothing to save; "
                                  "call fit() first")
-        self.booster.save_model(str(path))
+        booster = self.booster
+        write_atomic(Path(path), lambda p: booster.save_model(str(p)), what="cost model",
+                     error=CostModelError)
         meta = {"format": FORMAT, "kind": self.kind, "target": self.target,
                 "feature_version": FEATURE_VERSION,
                 "feature_names": list(FEATURE_NAMES), "params": self.params,
                 "n_train": self.n_train, "info": self.info}
-        meta_path(path).write_text(json.dumps(meta, indent=1))
+        write_atomic(meta_path(path), json.dumps(meta, indent=1), what="cost model",
+                     error=CostModelError)
 
     @classmethod
     def load(cls, path: str | Path) -> _XGBModel:
         mp = meta_path(path)
-        try:
-            meta = json.loads(mp.read_text())
-        except (OSError, json.JSONDecodeError) as e:
-            raise CostModelError(f"cannot read the metadata {mp} of cost model {path}: {e}") \
-                from None
+        meta = load_json(mp, limit=MAX_META_BYTES, what="cost model metadata",
+                         error=CostModelError)
+        if not isinstance(meta, dict):
+            raise CostModelError(f"{mp} is not the metadata of a cost model")
         if meta.get("format") != FORMAT or meta.get("kind") != cls.kind:
-            raise CostModelError(f"{path} holds a {meta.get('kind')!r} model, not {cls.kind!r}")
+            raise CostModelError(f"{path} holds a {shown(meta.get('kind'))} model, not "
+                                 f"{cls.kind!r}")
         if meta.get("feature_names") != list(FEATURE_NAMES):
-            raise CostModelError(f"{path} was trained on features v{meta.get('feature_version')}"
+            version = shown(meta.get("feature_version"))
+            raise CostModelError(f"{path} was trained on features v{version}"
                                  f", this code computes v{FEATURE_VERSION}: retrain it with "
                                  "python -m experiments.train_cost_model")
         target = meta.get("target", "log2_latency")  # models saved before targets were named
         if target != cls.target:
-            raise CostModelError(f"{path} was trained to predict {target}, this code's "
-                                 f"{cls.kind} model predicts {cls.target}: retrain it with "
-                                 "python -m experiments.train_cost_model")
-        model = cls(**{**meta["params"], "nthread": NTHREAD})  # a saved count is not this host's
+            raise CostModelError(f"{path} was trained to predict {cut(str(target), 60)}, "
+                                 f"this code's {cls.kind} model predicts {cls.target}: retrain "
+                                 "it with python -m experiments.train_cost_model")
+        model = cls(**{**_params(meta.get("params"), mp), "nthread": NTHREAD})  # not this host's
+        raw = read_bytes(path, limit=MAX_MODEL_BYTES, what="cost model", error=CostModelError)
         booster = xgb.Booster()
-        booster.load_model(str(path))
+        try:
+            booster.load_model(bytearray(raw))
+        except xgb.core.XGBoostError as e:
+            raise CostModelError(f"{path} is not a saved XGBoost model "
+                                 f"({cut(str(e).splitlines()[0] if str(e) else '', 120)})"
+                                 ) from None
         booster.set_param({"nthread": model.params["nthread"]})
         model.base, model.booster = booster, booster
-        model.n_train, model.info = int(meta.get("n_train", 0)), dict(meta.get("info", {}))
+        n_train, info = meta.get("n_train", 0), meta.get("info", {})
+        if isinstance(n_train, bool) or not isinstance(n_train, int) or n_train < 0 \
+                or not isinstance(info, dict):
+            raise CostModelError(f"{mp}: n_train must be a count and info an object")
+        model.n_train, model.info = n_train, dict(info)
         return model
 
 

@@ -53,6 +53,7 @@ from experiments.bench_search_runs import (
     run_searches,
     trials_to,
 )
+from sim.writes import write_atomic
 
 CHECKPOINTS = (16, 32, 64, 128)
 
@@ -228,7 +229,8 @@ def plot(res: dict, path: str | Path) -> None:
     ax.axhline(1.05, ls=":", c="grey")
     ax.legend()
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    write_atomic(Path(path), lambda tmp: fig.savefig(tmp, dpi=110,
+                                                   format=Path(path).suffix[1:] or "png"))
     plt.close(fig)
 
 
@@ -270,7 +272,7 @@ def main() -> None:
     else:
         res = run(cfg, Path(a.cache), quiet=a.json)
     if a.save:
-        Path(a.save).write_text(json.dumps(res))
+        write_atomic(Path(a.save), json.dumps(res))
     if not a.no_plot:
         Path(a.plot).parent.mkdir(parents=True, exist_ok=True)
         plot(res, a.plot)

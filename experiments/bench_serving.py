@@ -27,6 +27,7 @@ from autosched.cli.models_cmd import parameter_count
 from autosched.frontend import get_model_config
 from sim.errors import AutoschedError
 from sim.system import load_system
+from sim.writes import write_atomic
 
 MODELS = ("llama2-7b", "llama2-70b", "llama3-70b")
 SYSTEMS = ("hbm-pim-x16", "aim-gddr6-x16")
@@ -127,7 +128,8 @@ def plot(rows: list[dict], path: Path) -> None:
                title=f"{model}, context {ctx}")
         ax.legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    write_atomic(Path(path), lambda tmp: fig.savefig(tmp, dpi=110,
+                                                   format=Path(path).suffix[1:] or "png"))
     plt.close(fig)
 
 
@@ -159,7 +161,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
                 rows.append(measure(model, first + [sysm], phase, b, ctx, args.db))
                 print(line(rows[-1]), flush=True)
                 if args.json:
-                    Path(args.json).write_text(json.dumps(rows, indent=1))
+                    write_atomic(Path(args.json), json.dumps(rows, indent=1))
     gains = [r for r in rows if "best" in r and not math.isnan(r["gain"])]
     if gains:
         top = max(gains, key=lambda r: r["gain"])

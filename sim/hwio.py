@@ -5,7 +5,10 @@
 broken is reported with the file, the field (``section.field``) and the rule. Numbers
 must be finite and within what a real device could be (:data:`LIMITS`: generous upper
 bounds, so a typo such as ``channels: 1000000000000`` is refused before any simulator
-sizes memory for it), and a file larger than :data:`MAX_FILE_BYTES` is refused unread.
+sizes memory for it; :data:`FLOORS`: lower bounds, so ``tck_ns: 1e-300`` or
+``rows_per_bank: 1`` is refused before a simulator divides by it). Files are read through
+:mod:`sim.files` (regular files of at most :data:`MAX_FILE_BYTES`, no YAML aliases, nesting
+bounded).
 """
 
 from __future__ import annotations
@@ -16,13 +19,12 @@ import typing
 from collections.abc import Mapping
 from pathlib import Path
 
-import yaml
-
 from .errors import HardwareError
+from .files import load_yaml, shown
 from .hardware import DTYPE_BYTES, Bus, Energy, Hardware, Host, Organisation, PimUnit, Timing
 
-__all__ = ["LIMITS", "MAX_FILE_BYTES", "PRESET_DIR", "hardware_from_dict", "list_presets",
-           "load_hardware", "preset_hardware", "read_hardware_file"]
+__all__ = ["FLOORS", "LIMITS", "MAX_FILE_BYTES", "PRESET_DIR", "hardware_from_dict",
+           "list_presets", "load_hardware", "preset_hardware", "read_hardware_file"]
 
 PRESET_DIR = Path(__file__).parent / "presets"
 _SECTIONS: dict[str, type] = {
@@ -47,6 +49,13 @@ LIMITS: dict[str, float] = {
     "pim.register_lanes": 4096, "pim.global_buffer_bytes": 1 << 24,
     "bus.width_bits": 4096, "bus.data_rate_gbps": 1000.0, "host.peak_gflops": 1e9,
     "host.bandwidth_gbps": 1e8, "host.op_overhead_ns": 1e9, "energy": 1e12,
+}
+# Lower bounds where "> 0" is not enough: no device built or announced is smaller or
+# faster (scaled-down devices of a few dozen rows per bank, used to study capacity, pass).
+FLOORS: dict[str, float] = {
+    "org.banks_per_channel": 2, "org.rows_per_bank": 16, "org.row_bytes": 64,
+    "org.column_bytes": 4, "org.burst_length": 2, "org.tck_ns": 0.1, "pim.clock_mhz": 10.0,
+    "bus.data_rate_gbps": 0.1, "host.peak_gflops": 0.1, "host.bandwidth_gbps": 0.1,
 }
 MAX_CAPACITY_BYTES = 1 << 50  # 1 PiB in one device
 
@@ -86,32 +95,20 @@ def load_hardware(hw: str | Path | Mapping | Hardware) -> Hardware:
 
 
 def read_hardware_file(hw: str | Path) -> tuple[Path, object]:
-    """The path of a preset name or YAML file and its parsed content (files larger than
-    :data:`MAX_FILE_BYTES`, not UTF-8 or not YAML are refused with one line)."""
+    """The path of a preset name or YAML file and its parsed content (read by
+    :func:`sim.files.load_yaml`: a regular file of at most :data:`MAX_FILE_BYTES`, UTF-8,
+    no aliases, nesting bounded; anything else is refused with one line)."""
     text = str(hw)
     path = Path(text)
-    if not path.suffix and (PRESET_DIR / f"{text}.yaml").exists():
+    if not path.suffix and "/" not in text and (PRESET_DIR / f"{text}.yaml").exists():
         path = PRESET_DIR / f"{text}.yaml"
     if not path.exists():
         raise HardwareError(
-            f"unknown hardware {text!r}: not a preset ({', '.join(list_presets())}) "
+            f"unknown hardware {shown(text)}: not a preset ({', '.join(list_presets())}) "
             "nor an existing YAML file"
         )
-    try:
-        with open(path, "rb") as f:
-            raw = f.read(MAX_FILE_BYTES + 1)
-    except OSError as e:
-        raise HardwareError(f"{path}: cannot be read ({e.strerror or e})") from None
-    if len(raw) > MAX_FILE_BYTES:
-        raise HardwareError(f"{path}: larger than {MAX_FILE_BYTES:,} bytes; a hardware file "
-                            "is a few kB (not parsed)")
-    try:
-        data = yaml.safe_load(raw.decode("utf-8"))
-    except UnicodeDecodeError:
-        raise HardwareError(f"{path}: not a text (UTF-8) file") from None
-    except yaml.YAMLError as e:
-        raise HardwareError(f"{path}: not valid YAML ({' '.join(str(e).split())})") from None
-    return path, data
+    return path, load_yaml(path, limit=MAX_FILE_BYTES, what="hardware file",
+                           error=HardwareError)
 
 
 def _is_system(data: object) -> bool:
@@ -128,44 +125,59 @@ def _system_device(data: Mapping, source: str, base: Path | None) -> Hardware:
 
 
 def _fail(source: str, field: str, rule: str) -> typing.NoReturn:
-    raise HardwareError(f"{source}: field {field!r} {rule}")
+    raise HardwareError(f"{source}: field {shown(field)} {rule}")
 
 
 def _coerce(source: str, name: str, value: object, tp: object) -> object:
     """Check one leaf value against its annotated type."""
     if tp is bool:
         if not isinstance(value, bool):
-            _fail(source, name, f"must be true or false, got {value!r}")
+            _fail(source, name, f"must be true or false, got {shown(value)}")
         return value
     if tp is int:
         if isinstance(value, bool) or not isinstance(value, int):
-            _fail(source, name, f"must be an integer, got {value!r}")
+            _fail(source, name, f"must be an integer, got {shown(value)}")
     elif tp is float:
         if isinstance(value, bool) or not isinstance(value, int | float):
-            _fail(source, name, f"must be a number, got {value!r}")
+            _fail(source, name, f"must be a number, got {shown(value)}")
         value = float(value)
     elif tp is str:
         if not isinstance(value, str) or not value:
-            _fail(source, name, f"must be a non-empty string, got {value!r}")
+            _fail(source, name, f"must be a non-empty string, got {shown(value)}")
         return value
     else:  # tuple[str, ...]
         if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
-            _fail(source, name, f"must be a list of strings, got {value!r}")
+            _fail(source, name, f"must be a list of strings, got {shown(value)}")
         return tuple(value)
-    section = name.split(".")[0]
     if isinstance(value, float) and not math.isfinite(value):
         _fail(source, name, f"must be a finite number, got {value!r}")
-    if name in _MAY_BE_ZERO or section in _MAY_BE_ZERO:
-        if value < 0:
-            _fail(source, name, f"must be >= 0, got {value!r}")
-    elif value <= 0:
-        _fail(source, name, f"must be > 0, got {value!r}")
-    limit = LIMITS.get(name, LIMITS.get(section))
-    if limit is not None and value > limit:
-        got = repr(value) if len(repr(value)) <= 24 else f"a {len(str(int(value)))}-digit number"
-        most = f"{int(limit):,}" if float(limit).is_integer() else f"{limit:g}"
-        _fail(source, name, f"must be <= {most} (no real device is larger), got {got}")
+    _bounded(source, name, value)
     return value
+
+
+def _text(x: float) -> str:
+    return f"{int(x):,}" if float(x).is_integer() else f"{x:g}"
+
+
+def _bounded(source: str, name: str, value: float) -> None:
+    """``value`` within the field's range: >= 0 or > 0, >= its floor, <= its limit."""
+    section = name.split(".")[0]
+    zero = name in _MAY_BE_ZERO or section in _MAY_BE_ZERO
+    lo, hi = FLOORS.get(name), LIMITS.get(name, LIMITS.get(section))
+    low = _text(lo) if lo is not None else "0" if zero else "1" if isinstance(value, int) \
+        else "above 0"
+    allowed = f"(allowed: {low} to {_text(hi)}" if hi is not None else f"(allowed: {low}"
+    got = repr(value) if len(repr(value)) <= 24 else f"a {len(str(int(value)))}-digit number"
+    if zero and value < 0:
+        _fail(source, name, f"must be >= 0 {allowed}), got {got}")
+    if not zero and value <= 0:
+        _fail(source, name, f"must be > 0 {allowed}), got {got}")
+    if lo is not None and value < lo:
+        _fail(source, name, f"must be >= {_text(lo)} {allowed}; no real device is smaller "
+                            f"or faster), got {got}")
+    if hi is not None and value > hi:
+        _fail(source, name, f"must be <= {_text(hi)} {allowed}; no real device is larger), "
+                            f"got {got}")
 
 
 def _section(source: str, key: str, cls: type, data: object) -> object:
@@ -173,7 +185,7 @@ def _section(source: str, key: str, cls: type, data: object) -> object:
         _fail(source, key, "must be a mapping of fields")
     hints = typing.get_type_hints(cls)
     names = [f.name for f in dataclasses.fields(cls)]
-    for extra in sorted(set(data) - set(names)):
+    for extra in sorted(set(data) - set(names), key=str):
         _fail(source, f"{key}.{extra}", f"is unknown (known: {', '.join(names)})")
     values = {}
     for n in names:
@@ -188,7 +200,7 @@ def hardware_from_dict(data: object, *, source: str) -> Hardware:
     if not isinstance(data, Mapping):
         raise HardwareError(f"{source}: a hardware file must be a mapping of sections")
     allowed = {"name", "description", *_SECTIONS}
-    for extra in sorted(set(data) - allowed):
+    for extra in sorted(set(data) - allowed, key=str):
         _fail(source, str(extra), f"is unknown (known: {', '.join(sorted(allowed))})")
     for key in ("name", *_SECTIONS):
         if key not in data:
@@ -197,7 +209,7 @@ def hardware_from_dict(data: object, *, source: str) -> Hardware:
     name = _coerce(source, "name", data["name"], str)
     desc = data.get("description", "")
     if not isinstance(desc, str):
-        _fail(source, "description", "must be a string")
+        _fail(source, "description", f"must be a string, got {shown(desc)}")
     hw = Hardware(name=name, description=desc, **parts)
     _check_rules(source, hw)
     return hw
@@ -239,4 +251,4 @@ def _check_rules(source: str, hw: Hardware) -> None:
     for f in p.activation_functions:
         if f not in known:
             _fail(source, "pim.activation_functions",
-                  f"has unknown function {f!r} (known: {sorted(known)})")
+                  f"has unknown function {shown(f)} (known: {sorted(known)})")

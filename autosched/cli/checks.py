@@ -2,18 +2,21 @@
 
 Every check raises an :class:`AutoschedError` naming the flag and what to fix (the CLI
 prints it as one line and exits 2). Output files are checked before a long command
-starts (folder exists, not a database, not overwritten unless ``--force``) and written
-atomically: to a temporary file in the same folder, then renamed over the target.
+starts (folder exists, a regular file or a new path, not a database, not overwritten
+unless ``--force``) and written through :mod:`sim.writes` (atomic, never through a
+symlink or over a device, the replaced file's mode kept). The numbers every flag takes
+are bounded at parse time by :mod:`autosched.cli.numbers`.
 """
 
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
 from sim.errors import AutoschedError
+from sim.writes import check_target
+from sim.writes import write_atomic as _write_atomic
 
 __all__ = ["is_database_file", "output_file", "positive", "write_atomic"]
 
@@ -28,24 +31,27 @@ def positive(value: int | None, flag: str) -> int | None:
 
 
 def is_database_file(path: Path) -> bool:
-    """True for an SQLite database file (ours or anyone's)."""
+    """True for an SQLite database file (ours or anyone's); never blocks on a FIFO."""
     try:
-        with open(path, "rb") as f:
-            return f.read(len(_SQLITE_MAGIC)) == _SQLITE_MAGIC
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError:
         return False
+    with os.fdopen(fd, "rb") as f:
+        try:
+            return os.path.isfile(path) and f.read(len(_SQLITE_MAGIC)) == _SQLITE_MAGIC
+        except OSError:
+            return False
 
 
 def output_file(path: str | Path, flag: str, *, force: bool = False,
                 protect: tuple[str | Path, ...] = ()) -> Path:
-    """Check that ``path`` may be written: its folder exists, it is not a folder, not a
-    database (never, even with ``force``) nor one of ``protect``, and, unless ``force``,
-    not an existing file."""
+    """Check that ``path`` may be written: its folder exists, it is a regular file (not a
+    symlink, folder, device or FIFO) or a new path, not a database (never, even with
+    ``force``) nor one of ``protect``, and, unless ``force``, not an existing file."""
     p = Path(path).expanduser()
-    if not p.parent.is_dir():
-        raise AutoschedError(f"{flag} {path}: folder {p.parent} does not exist")
-    if p.is_dir():
+    if p.is_dir() and not p.is_symlink():
         raise AutoschedError(f"{flag} {path} is a folder; name a file")
+    check_target(p, what=flag)
     for other in protect:
         o = Path(other).expanduser()
         if "://" not in str(other) and p.exists() and o.exists() and os.path.samefile(p, o):
@@ -59,14 +65,7 @@ def output_file(path: str | Path, flag: str, *, force: bool = False,
     return p
 
 
-def write_atomic(path: Path, write: Callable[[Path], None]) -> None:
-    """``write(tmp)`` to a temporary file beside ``path``, then rename it to ``path``
-    (readers see the old file or the whole new one, never a part)."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=path.suffix, dir=path.parent)
-    os.close(fd)
-    try:
-        write(Path(tmp))
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+def write_atomic(path: Path, write: Callable[[Path], None] | str | bytes) -> None:
+    """Write ``path`` through :func:`sim.writes.write_atomic`: ``write(tmp)`` (or the text
+    or bytes given) to a temporary file beside it, then renamed over it."""
+    _write_atomic(path, write)

@@ -17,6 +17,7 @@ from pathlib import Path
 from ..defaults import DB_DEFAULT
 from .checks import output_file, positive, write_atomic
 from .lookup_cmd import open_existing
+from .numbers import integer
 from .output import kv_table, print_json, table
 from .steps import budget_rows, partition_arg, resolve_partition, resolve_step
 
@@ -35,8 +36,9 @@ def _common(p: argparse.ArgumentParser) -> None:
 
 def _step(p: argparse.ArgumentParser) -> None:
     p.add_argument("--phase", choices=("decode", "prefill"), default="decode")
-    p.add_argument("--batch", type=int, default=1)
-    p.add_argument("--context", type=int, default=None, help="KV positions (prompt if prefill)")
+    p.add_argument("--batch", type=integer("--batch"), default=1)
+    p.add_argument("--context", type=integer("--context"), default=None,
+                   help="KV positions (prompt if prefill)")
     p.add_argument("--placement", choices=("auto", "pim", "host"), default=None,
                    help="operators where tuned (auto), all in the banks, or all on the host "
                         "(default: the plan recorded in --db, else auto)")
@@ -60,8 +62,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     r = sub.add_parser("run", help="greedy generation on the functional simulator")
     _common(r)
     r.add_argument("--check", action="store_true", help="compare every step with torch")
-    r.add_argument("--steps", type=int, default=8)
-    r.add_argument("--seed", type=int, default=0, help="seed of the model's random weights")
+    r.add_argument("--steps", type=integer("--steps"), default=8)
+    r.add_argument("--seed", type=integer("--seed"), default=0,
+                   help="seed of the model's random weights")
     r.add_argument("--partition", default=None, metavar="TPxPP",
                    help="devices per stage x stages on a multi-device system")
     r.add_argument("--json", action="store_true")
@@ -71,7 +74,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def schedule_db(where: str | None):
     """(database or None, how to name it): ``--db`` given, else ``autosched.db`` if present."""
     if where is None:
-        if not Path(DB_DEFAULT).is_file():
+        if not Path(DB_DEFAULT).exists():
             return None, f"no database ({DB_DEFAULT} does not exist)"
         where = DB_DEFAULT
     if where == "none":
@@ -215,10 +218,10 @@ def _run(args: argparse.Namespace) -> int:
     db, source, kw = schedule_source(args)
     step, system = resolve_step(args, phase="decode", batch=1, context=args.steps)
     part = resolve_partition(args.partition, step, system)
-    # the same first compile run_check makes (its kernels are cached): which schedules
-    first = compile_step(step, system, partition=part, db=db, **kw)
     rep = run_check(args.model, system, partition=part, steps=args.steps, db=db,
                     seed=args.seed, **kw)
+    # the same first compile run_check made (its kernels are cached): which schedules
+    first = compile_step(step, system, partition=part, db=db, **kw)
     lines = schedule_report(first.choices, first.graph, source)
     lines.append(f"  {part.describe()} on {system.name}")
     if args.json:

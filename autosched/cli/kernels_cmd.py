@@ -1,15 +1,20 @@
 """``autosched kernels``: the compiler against the shipped library kernels, per operator.
 
 Prints, per distinct operator of one model step: the library kernel's latency, the
-compiler's default, the tuned schedule (from a tuning database or a tuned-schedule
-export), the bound, which one the tuned program uses and why; then the step end to end
+compiler's default, the tuned schedule (from ``--db``: a tuning database or a
+tuned-schedule export; by default ``autosched.db`` when it exists, else every family's
+default), the bound, which one the tuned program uses and why; then the step end to end
 on the library kernels, the defaults, the tuned schedules and the tuned fused plan.
+Every input (model, hardware, the schedule source and its answer for every operator) is
+checked before anything is measured.
 """
 
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
+from .numbers import integer
 from .output import kv_table, print_json, table
 
 
@@ -20,11 +25,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--model", required=True, metavar="NAME|config.json")
     p.add_argument("--hw", default="hbm-pim", metavar="NAME|FILE")
     p.add_argument("--phase", choices=("decode", "prefill"), default="decode")
-    p.add_argument("--batch", type=int, default=1)
-    p.add_argument("--context", type=int, default=DEFAULT_CONTEXT,
+    p.add_argument("--batch", type=integer("--batch"), default=1)
+    p.add_argument("--context", type=integer("--context"), default=DEFAULT_CONTEXT,
                    help=f"KV positions (prompt if prefill); default {DEFAULT_CONTEXT}")
-    p.add_argument("--tuned", default=DB_DEFAULT, metavar="PATH|URL|export.json",
-                   help=f"tuning database or tuned-schedule export (default {DB_DEFAULT})")
+    p.add_argument("--db", default=None, metavar="PATH|URL|export.json",
+                   help=f"tuning database or tuned-schedule export (default: {DB_DEFAULT} if "
+                        "it exists, else each family's default schedule)")
+    p.add_argument("--tuned", dest="db", metavar="PATH|URL|export.json",
+                   help=argparse.SUPPRESS)  # the former name of --db
     p.add_argument("--json", action="store_true")
     p.set_defaults(run=_run)
 
@@ -33,15 +41,37 @@ def _us(v: float | None) -> object:
     return "-" if v is None else v / 1e3
 
 
-def _run(args: argparse.Namespace) -> int:
-    from autosched.regress import Runner
-    from autosched.regress.handoff import handoff
+def _source(db: str | None):
+    """(schedule source, how to name it) for ``--db``."""
+    from autosched.defaults import DB_DEFAULT
+    from autosched.regress.sources import DatabaseSchedules
+    from autosched.regress.tuned import open_schedules
 
-    h = handoff(args.model, args.hw, runner=Runner(repeats=1, tuned=args.tuned),
+    if db is None:
+        if not Path(DB_DEFAULT).exists():
+            return DatabaseSchedules(None), f"the default schedules (no {DB_DEFAULT})"
+        db = DB_DEFAULT
+    return open_schedules(db), db
+
+
+def _run(args: argparse.Namespace) -> int:
+    from autosched.pipeline import model_graph
+    from autosched.regress import Runner
+    from autosched.regress.cases import resolve_model
+    from autosched.regress.handoff import handoff
+    from sim.hwio import load_hardware
+
+    hw = load_hardware(args.hw)
+    cfg = resolve_model(args.model)
+    source, where = _source(args.db)
+    graph = model_graph(cfg, phase=args.phase, batch=args.batch, context=args.context)[1]
+    source.choices(graph, hw)  # an export lacking a workload, a foreign database: now
+    h = handoff(args.model, args.hw, runner=Runner(repeats=1, tuned=source),
                 phase=args.phase, batch=args.batch, context=args.context)
     if args.json:
-        print_json(h.to_dict())
+        print_json({**h.to_dict(), "schedules_from": where})
         return 0
+    print(f"tuned schedules from {where}")
     rows = [["/".join(o.roles), o.workload, o.count, _us(o.library_ns), _us(o.default_ns),
              _us(o.tuned_ns), _us(o.bound_ns),
              "-" if o.library_ns is None else o.tuned_ns / o.library_ns, o.uses, o.why]

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 
 from sim.errors import AutoschedError
 
 from ..defaults import DB_DEFAULT
+from .numbers import WORKLOAD_DTYPES
+from .numbers import dims as shape_dims
 from .output import kv_table, print_json
 
 
@@ -16,7 +19,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--op", required=True, help="operator family (gemv, attention, rmsnorm...)")
     p.add_argument("--shape", required=True, metavar="k=v,...",
                    help="every dim of the family, e.g. m=1,n=4096,k=4096")
-    p.add_argument("--dtype", default="fp16")
+    p.add_argument("--dtype", choices=WORKLOAD_DTYPES, default="fp16",
+                   help="the model's number type (fp16 or bf16)")
     p.add_argument("--attr", action="append", default=[], metavar="k=v",
                    help="workload attribute (repeatable), e.g. --attr fn=silu")
     p.add_argument("--hw", default="hbm-pim", metavar="NAME|FILE")
@@ -53,12 +57,7 @@ def workload_from_args(op: str, shape: str, dtype: str, attrs: list[str]):
     """The Workload named on the command line (dims must be integers)."""
     from search_spaces import Workload
 
-    dims: dict[str, int] = {}
-    for k, v in parse_pairs(shape, "--shape").items():
-        try:
-            dims[k] = int(v)
-        except ValueError:
-            raise AutoschedError(f"--shape {k}={v}: dims are integers") from None
+    dims = shape_dims("--shape", parse_pairs(shape, "--shape"))
     attr: dict[str, str | int | float] = {}
     for a in attrs:
         for k, v in parse_pairs(a, "--attr").items():
@@ -69,12 +68,11 @@ def workload_from_args(op: str, shape: str, dtype: str, attrs: list[str]):
 
 
 def open_existing(where: str):
-    """Open a database that must already exist (a missing file is an error, not a new db)."""
+    """Open a database that must already exist, read-only: a missing or empty file, a
+    folder or a device is an error, and nothing is ever written (no schema either)."""
     from ..database import open_database
 
-    if "://" not in where and not Path(where).expanduser().is_file():
-        raise AutoschedError(f"no database at {where}: run `autosched tune` first or pass --db")
-    return open_database(where)
+    return open_database(where, readonly=True)
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -84,7 +82,7 @@ def _run(args: argparse.Namespace) -> int:
 
     hw = load_hardware(args.hw)
     w = workload_from_args(args.op, args.shape, args.dtype, args.attr)
-    missing = "://" not in args.db and not Path(args.db).expanduser().is_file()
+    missing = "://" not in args.db and not os.path.lexists(Path(args.db).expanduser())
     res = lookup(None if missing else open_existing(args.db), w, hw)
     if args.json:
         print_json({**res.to_dict(), "hardware": hw.name, "db": args.db})

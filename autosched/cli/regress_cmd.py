@@ -11,6 +11,7 @@ import argparse
 import sys
 from fnmatch import fnmatchcase
 
+from .numbers import integer, real
 from .output import print_json, table
 
 
@@ -20,9 +21,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="the suite to run (default quick)")
     p.add_argument("--cases", action="append", default=None, metavar="GLOB",
                    help="only the cases whose id matches (repeatable)")
-    p.add_argument("--repeats", type=int, default=None, metavar="N",
+    p.add_argument("--repeats", type=integer("--repeats"), default=None, metavar="N",
                    help="timed runs per case for the wall-clock medians (default: the suite's)")
-    p.add_argument("--band", type=float, default=1.5, metavar="X",
+    p.add_argument("--band", type=real("--band"), default=1.5, metavar="X",
                    help="wall-clock band: flag medians beyond X times the baseline (never fails)")
     p.add_argument("--baseline", default=None, metavar="PATH",
                    help="default: autosched/regress/data/baseline-<suite>.json")
@@ -102,6 +103,27 @@ def _print(args: argparse.Namespace, report, results, verdict: str, commit: dict
           f"medians against the baseline's, ! beyond x{args.band:g} (never fails)")
 
 
+PLOT_FORMATS = (".png", ".pdf", ".svg")
+
+
+def _check_files(args: argparse.Namespace, runner, cases, suite: str) -> None:
+    """Every file the run reads or writes, checked before any case runs: the tuned-schedule
+    source, the history and the plot (regular files or new paths, a plot format)."""
+    from autosched.regress.history import history_path
+    from sim.errors import AutoschedError
+    from sim.writes import check_target
+
+    if any(getattr(c, "schedules", None) == "tuned" for c in cases):
+        runner.tuned()
+    if not args.no_history:
+        check_target(args.history or history_path(suite), what="--history")
+    if args.plot:
+        if not str(args.plot).lower().endswith(PLOT_FORMATS):
+            raise AutoschedError(f"--plot {args.plot[:80]}: name a {', '.join(PLOT_FORMATS)} "
+                                 "file")
+        check_target(args.plot, what="--plot")
+
+
 def _run(args: argparse.Namespace) -> int:
     from autosched.regress import Runner, get_suite
     from autosched.regress.baseline import BaselineError
@@ -124,9 +146,10 @@ def _run(args: argparse.Namespace) -> int:
     if not cases:
         raise BaselineError(f"no case of suite {suite.name} matches {', '.join(args.cases)}")
     base, bpath = _baseline(args, suite)
+    runner = Runner(repeats=args.repeats or suite.repeats, tuned=args.tuned or TUNED_PATH)
+    _check_files(args, runner, cases, suite.name)
 
     # measure, compare, record
-    runner = Runner(repeats=args.repeats or suite.repeats, tuned=args.tuned or TUNED_PATH)
     results = runner.run_all(cases, _progress(len(cases), args.quiet or args.json))
     report = compare(base, results, band=args.band, suite_ids={c.id for c in suite.cases})
     commit = commit_of()

@@ -8,6 +8,7 @@ import argparse
 from sim.figures import LIBRARY
 from sim.hwio import load_hardware
 
+from .numbers import integer
 from .output import kv_table, print_json
 
 
@@ -16,10 +17,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     ss = p.add_subparsers(dest="sim_command", required=True, metavar="KERNEL")
     for name, (figures, what) in LIBRARY.items():
         g = ss.add_parser(name, help=what)
-        g.add_argument("--out", type=int, required=True, metavar="N", help="rows of W")
-        g.add_argument("--in", dest="inp", type=int, required=True, metavar="K",
-                       help="input features")
-        g.add_argument("--batch", type=int, default=1, metavar="B")
+        g.add_argument("--out", type=integer("--out", "size"), required=True, metavar="N",
+                       help="rows of W")
+        g.add_argument("--in", dest="inp", type=integer("--in", "size"), required=True,
+                       metavar="K", help="input features")
+        g.add_argument("--batch", type=integer("--batch"), default=1, metavar="B")
         g.add_argument("--hw", default="hbm-pim", metavar="NAME|FILE")
         g.add_argument("--json", action="store_true", help="print JSON")
         g.set_defaults(run=_kernel, figures=figures)

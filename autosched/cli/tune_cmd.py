@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from sim.errors import AutoschedError
 
 from .checks import output_file, positive, write_atomic
+from .numbers import integer, real
 from .output import kv_table, table
 
 if TYPE_CHECKING:
@@ -27,24 +28,34 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="a built-in model (see `autosched models`) or a config.json")
     p.add_argument("--hw", default="hbm-pim", metavar="NAME|FILE", help="default: hbm-pim")
     p.add_argument("--phase", choices=("decode", "prefill"), default="decode")
-    p.add_argument("--batch", type=int, default=1, metavar="B")
-    p.add_argument("--context", type=int, default=None, metavar="L",
+    p.add_argument("--batch", type=integer("--batch"), default=1, metavar="B")
+    p.add_argument("--context", type=integer("--context"), default=None, metavar="L",
                    help=f"KV length (decode) or prompt length (prefill); default "
                         f"{DEFAULT_CONTEXT}")
-    p.add_argument("--trials", type=int, default=DEFAULT_TRIALS, metavar="N",
+    p.add_argument("--trials", type=integer("--trials"), default=DEFAULT_TRIALS, metavar="N",
                    help=f"new measurements this run may spend (default {DEFAULT_TRIALS})")
-    p.add_argument("--workers", type=int, default=None, metavar="N",
+    p.add_argument("--workers", type=integer("--workers"), default=None, metavar="N",
                    help=f"simulator processes of the local runner (default: all "
                         f"{os.cpu_count()} cores)")
     p.add_argument("--runner", default="local", metavar="local|dask://HOST:PORT",
                    help="where measurements run: the local process pool (default) or the "
-                        "Dask cluster whose scheduler listens at HOST:PORT")
-    p.add_argument("--timeout", type=float, default=None, metavar="S",
+                        "Dask cluster whose scheduler listens at HOST:PORT (tls://HOST:PORT: "
+                        "over TLS, with the files below)")
+    p.add_argument("--tls-ca-file", default=None, metavar="PEM",
+                   help="TLS farm: the CA that signed the scheduler's certificate (default: "
+                        "distributed's configuration, e.g. DASK_DISTRIBUTED__COMM__TLS__CA_FILE)")
+    p.add_argument("--tls-cert", default=None, metavar="PEM",
+                   help="TLS farm: this client's certificate (default: distributed's "
+                        "configuration)")
+    p.add_argument("--tls-key", default=None, metavar="PEM",
+                   help="TLS farm: this client's key, unless the certificate file holds it")
+    p.add_argument("--timeout", type=real("--timeout", open_low=True), default=None,
+                   metavar="S",
                    help="time limit of one measurement in seconds; longer ones are "
                         "recorded as failures (default 300)")
     p.add_argument("--db", default=DB_DEFAULT, metavar="PATH|URL")
     p.add_argument("--report", default=None, metavar="FILE", help="write a JSON report")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=integer("--seed"), default=0)
     p.add_argument("--sampler", choices=STRATEGIES, default="tpe",
                    help="search strategy: an Optuna sampler (default tpe) or evolutionary")
     p.add_argument("--cost-model", default=DEFAULT_COST_MODEL, metavar="KIND|PATH",
@@ -102,23 +113,39 @@ def _check(args: argparse.Namespace, cfg) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from sim.hwio import load_hardware
+    from sim.system import load_system
 
     from ..database import open_database
+    from ..database.where import check_location
+    from ..defaults import DEFAULT_CONTEXT
     from ..frontend import get_model_config
-    from ..measure import make_runner
+    from ..measure import TlsFiles, make_runner
+    from ..pipeline import model_graph
     from ..report import TASK_HEADERS
     from ..tune import tune
 
-    hw = load_hardware(args.hw)
+    # every input checked before the database is opened (a refused tune creates nothing)
+    check_location(args.db)  # a folder, a device, an in-memory URL: refused at once
+    hw = load_system(args.hw)
     cfg = get_model_config(args.model)
     _check(args, cfg)
     report = output_file(args.report, "--report", force=True) if args.report else None
-    db = open_database(args.db)
+    if args.cost_model != "none":
+        from cost_models.registry import make_cost_model
+
+        make_cost_model(args.cost_model, seed=args.seed)  # a missing or foreign file: now
+    model_graph(cfg, phase=args.phase, batch=args.batch,  # capture errors now (cached)
+                context=min(args.context or DEFAULT_CONTEXT, cfg.max_positions))
+    runner = make_runner(args.runner, args.workers, timeout=args.timeout,
+                         tls=TlsFiles(args.tls_ca_file, args.tls_cert, args.tls_key))
+    _quiet("distributed")  # a lost cluster is reported in one line, not by its log
+    try:
+        db = open_database(args.db)
+    except BaseException:
+        runner.close()
+        raise
     before = len(db)
     bar = ProgressBar(enabled=not args.quiet and sys.stderr.isatty())
-    runner = make_runner(args.runner, args.workers, timeout=args.timeout)
-    _quiet("distributed")  # a lost cluster is reported in one line, not by its log
     try:
         rep = tune(cfg, hw=hw, phase=args.phase, batch=args.batch, context=args.context,
                    trials=args.trials, workers=args.workers, db=db, seed=args.seed,

@@ -17,6 +17,12 @@ from .sql import SqlDatabase
 __all__ = ["Database", "DatabaseError", "RecordKey", "SqlDatabase", "open_database"]
 
 
-def open_database(db: str | Path | Database) -> Database:
-    """A path or SQLAlchemy URL becomes a database; an instance passes through."""
-    return db if isinstance(db, Database) else SqlDatabase(db)
+def open_database(db: str | Path | Database, *, readonly: bool = False) -> Database:
+    """A path or SQLAlchemy URL becomes a database; an instance passes through.
+
+    ``readonly``: the database must exist (a missing or empty file is refused, never given
+    a schema) and is only read. Where a database may be at all: :mod:`.where`.
+    """
+    if isinstance(db, Database):
+        return db
+    return SqlDatabase(db, readonly=True) if readonly else SqlDatabase(db)

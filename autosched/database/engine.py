@@ -15,6 +15,7 @@ import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from urllib.parse import quote
 
 import sqlalchemy as sa
 from sqlalchemy import event
@@ -82,14 +83,20 @@ def sqlite_tables(path: Path, display: str) -> set[str] | None:
     return {r[0] for r in rows}
 
 
-def make_engine(url: str, display: str) -> sa.Engine:
-    """An engine for ``url``: SQLite tuned for several processes, or a server database."""
+def make_engine(url: str, display: str, *, readonly: bool = False) -> sa.Engine:
+    """An engine for ``url``: SQLite tuned for several processes (``readonly``: the file
+    opened read-only, never written), or a server database."""
     if is_sqlite(url):
         path = sqlite_path(url)
         if path is not None and not path.parent.is_dir():
             raise DatabaseError(f"{display}: folder {path.parent} does not exist")
-        engine = sa.create_engine(url, connect_args={"timeout": BUSY_TIMEOUT_S})
-        configure_sqlite(engine)
+        if readonly and path is not None:
+            engine = sa.create_engine(f"sqlite:///file:{quote(str(path.resolve()))}"
+                                      "?mode=ro&uri=true",
+                                      connect_args={"timeout": BUSY_TIMEOUT_S})
+        else:
+            engine = sa.create_engine(url, connect_args={"timeout": BUSY_TIMEOUT_S})
+        configure_sqlite(engine, readonly=readonly)
         return engine
     name = make_url(url).get_backend_name()
     if name == "postgresql" and importlib.util.find_spec("psycopg") is None:
@@ -103,8 +110,9 @@ def make_engine(url: str, display: str) -> sa.Engine:
                             "one or use a SQLite path or a postgresql:// URL") from None
 
 
-def configure_sqlite(engine: sa.Engine) -> None:
-    """WAL, a busy timeout, and ``BEGIN IMMEDIATE`` unless a connection asks for a read.
+def configure_sqlite(engine: sa.Engine, *, readonly: bool = False) -> None:
+    """WAL, a busy timeout, and ``BEGIN IMMEDIATE`` unless a connection asks for a read
+    (``readonly``: the journal mode is left as it is).
 
     Also applied to Optuna's engine on the same file, so its writers queue for the lock.
     """
@@ -114,8 +122,9 @@ def configure_sqlite(engine: sa.Engine) -> None:
         dbapi_conn.isolation_level = None  # SQLAlchemy's begin event emits BEGIN below
         cur = dbapi_conn.cursor()
         cur.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_S * 1000}")
-        cur.execute("PRAGMA journal_mode=WAL")
-        cur.execute("PRAGMA synchronous=NORMAL")
+        if not readonly:
+            cur.execute("PRAGMA journal_mode=WAL")
+            cur.execute("PRAGMA synchronous=NORMAL")
         cur.close()
 
     @event.listens_for(engine, "begin")

@@ -25,8 +25,8 @@ from .base import DatabaseError
 from .engine import reason, transaction
 from .nearest import MAX_DIMS, family_of, log_dims
 
-__all__ = ["SCHEMA_VERSION", "ensure_schema", "foreign_tables", "index", "jobs", "key_values",
-           "leases", "measurements", "plans", "summary_row", "workloads"]
+__all__ = ["SCHEMA_VERSION", "check_schema", "ensure_schema", "foreign_tables", "index", "jobs",
+           "key_values", "leases", "measurements", "plans", "summary_row", "workloads"]
 
 SCHEMA_VERSION = 2
 _LOCK_ID = 0x6175746F  # PostgreSQL advisory lock of schema changes ("auto")
@@ -151,15 +151,32 @@ def ensure_schema(engine: sa.Engine, display: str) -> None:
                 upgrade(conn, version)
                 conn.execute(info.update().where(info.c.key == "schema")
                              .values(value=str(SCHEMA_VERSION)))
-    except sa.exc.OperationalError as e:
-        if engine.dialect.name != "sqlite":
-            raise DatabaseError(f"{display}: cannot use the database server ({reason(e)})"
-                                ) from None
-        raise DatabaseError(f"{display} is not a usable autosched database ({reason(e)}); "
-                            "pass another --db") from None
     except sa.exc.SQLAlchemyError as e:
-        raise DatabaseError(f"{display} is not a usable autosched database ({reason(e)}); "
-                            "pass another --db") from None
+        raise _unusable(engine, display, e) from None
+
+
+def _unusable(engine: sa.Engine, display: str, e: sa.exc.SQLAlchemyError) -> DatabaseError:
+    """The one-line error of a database that cannot be opened: a server that does not
+    answer, or a file that is not an SQLite database."""
+    if isinstance(e, sa.exc.OperationalError) and engine.dialect.name != "sqlite":
+        return DatabaseError(f"{display}: cannot use the database server ({reason(e)})")
+    return DatabaseError(f"{display} is not a usable autosched database ({reason(e)}); "
+                         "pass another --db")
+
+
+def check_schema(engine: sa.Engine, display: str) -> None:
+    """Accept ``engine``'s database as it is, never writing: it must hold this schema."""
+    try:
+        version = _version(engine, display)
+    except sa.exc.SQLAlchemyError as e:
+        raise _unusable(engine, display, e) from None
+    if version is None:
+        raise DatabaseError(f"{display} holds no autosched database: run `autosched tune` "
+                            "first or pass --db")
+    if version < SCHEMA_VERSION:
+        raise DatabaseError(f"{display} has schema version {version}, this autosched reads "
+                            f"{SCHEMA_VERSION}: a tune on it upgrades it in place "
+                            "(commands that only read never write)")
 
 
 def _version(engine: sa.Engine, display: str) -> int | None:

@@ -19,14 +19,16 @@ import sqlalchemy as sa
 from autosched.measure.record import Measurement, RecordKey
 from search_spaces.schedule import Schedule
 from search_spaces.workload import Workload
+from sim.files import parse_json, shown
 
 from .base import Database, DatabaseError, Stale
 from .engine import is_sqlite, make_engine, normalise, reason, sqlite_path, sqlite_tables
 from .engine import transaction as _transaction
 from .nearest import by_distance
 from .queries import BEST, COUNT, STALE, near_params, near_query
-from .schema import ensure_schema, foreign_tables, key_values, measurements, plans
+from .schema import check_schema, ensure_schema, foreign_tables, key_values, measurements, plans
 from .summary import store
+from .where import check_location
 
 __all__ = ["SqlDatabase"]
 
@@ -34,14 +36,17 @@ T = TypeVar("T")
 
 
 class SqlDatabase(Database):
-    """Measurements in SQL tables; ``where`` is a file path or an SQLAlchemy URL.
+    """Measurements in SQL tables; ``where`` is a file path or an SQLAlchemy URL
+    (``readonly``: an existing database of this schema, read and never written).
 
     ``url`` is the full URL (Optuna's storage of the same database), ``where`` the text
     to show (passwords hidden).
     """
 
-    def __init__(self, where: str | Path) -> None:
+    def __init__(self, where: str | Path, *, readonly: bool = False) -> None:
         self.url, self.where = normalise(where)
+        self.readonly = readonly
+        check_location(where, must_exist=readonly)  # folders, devices, in-memory: refused
         if is_sqlite(self.url) and (path := sqlite_path(self.url)) is not None:
             tables = sqlite_tables(path, self.where)  # read-only: a foreign file stays as it is
             if tables is not None and "autosched_info" not in tables \
@@ -49,9 +54,9 @@ class SqlDatabase(Database):
                 raise DatabaseError(f"{self.where} belongs to another application (tables: "
                                     f"{', '.join(sorted(foreign_tables(tables))[:5])}); "
                                     "autosched left it untouched: pass another --db")
-        self.engine = make_engine(self.url, self.where)
+        self.engine = make_engine(self.url, self.where, readonly=readonly)
         try:
-            ensure_schema(self.engine, self.where)
+            (check_schema if readonly else ensure_schema)(self.engine, self.where)
         except Exception:
             self.engine.dispose()
             raise
@@ -143,6 +148,8 @@ class SqlDatabase(Database):
     def execute(self, fn: Callable[[sa.Connection], T], *, write: bool = False) -> T:
         """``fn(connection)`` in one transaction (a write one holds the write lock);
         SQLAlchemy errors become one-line :class:`DatabaseError`\\ s."""
+        if write and self.readonly:
+            raise DatabaseError(f"{self.where} was opened read-only; nothing was written")
         try:
             with _transaction(self.engine, write=write) as conn:
                 return fn(conn)
@@ -158,4 +165,10 @@ def _workload(like: Workload, shape: str) -> Workload:
 
 
 def _parse(text: str) -> Measurement:
-    return Measurement.from_dict(json.loads(text))
+    """A stored record (read as any JSON the project reads: depth and numbers bounded)."""
+    try:
+        return Measurement.from_dict(parse_json(text, source="a stored record",
+                                                error=DatabaseError))
+    except (KeyError, TypeError, ValueError, AttributeError) as e:
+        raise DatabaseError(f"a stored record is malformed ({shown(str(e), 80)}); run "
+                            "`autosched db check`") from None

@@ -2,14 +2,14 @@
 safetensors files, memory-mapped and read one tensor at a time (never pickle).
 
 A checkpoint folder is what ``save_pretrained`` writes: ``config.json`` and either
-``model.safetensors`` or shards listed in ``model.safetensors.index.json``. Tied weights
-(an LM head sharing the embedding table) are stored once; either name finds them.
+``model.safetensors`` or shards listed in ``model.safetensors.index.json``
+(:mod:`.weight_files` finds them, confined to the folder, and checks every tensor). Tied
+weights (an LM head sharing the embedding table) are stored once; either name finds them.
 """
 
 from __future__ import annotations
 
 import abc
-import json
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +18,8 @@ import torch
 
 from .config import ModelError
 
-__all__ = ["CheckpointWeights", "ModuleWeights", "Weights", "is_checkpoint", "load_reference"]
+__all__ = ["CheckpointWeights", "ModuleWeights", "Weights", "is_checkpoint", "load_reference",
+           "tie_map"]
 
 _INDEX = "model.safetensors.index.json"
 _SINGLE = "model.safetensors"
@@ -71,6 +72,12 @@ def _ties(model: Any) -> dict[str, str]:
     return dict(keys) if isinstance(keys, dict) else {}
 
 
+def tie_map(model: Any) -> dict[str, str]:
+    """Each tied tensor name of ``model`` -> the name it shares storage with (both ways)."""
+    t = _ties(model)
+    return {**t, **{v: k for k, v in t.items()}}
+
+
 class ModuleWeights(Weights):
     """The parameters and buffers of a torch module."""
 
@@ -95,19 +102,14 @@ class CheckpointWeights(Weights):
                  dtype: str | None = None) -> None:
         from safetensors import SafetensorError, safe_open
 
+        from .weight_files import weight_files
+
         super().__init__(dtype, _ties(modules))
         self.folder, self.modules = Path(folder), modules
-        if (self.folder / _INDEX).is_file():
-            try:
-                wmap = json.loads((self.folder / _INDEX).read_text())["weight_map"]
-            except (json.JSONDecodeError, KeyError, TypeError) as e:
-                raise ModelError(f"{self.folder / _INDEX} is not a safetensors index: {e}") \
-                    from e
-        else:
-            wmap = None
-        files = sorted(set(wmap.values())) if wmap else [_SINGLE]
+        found = weight_files(self.folder)  # names confined to the folder, safetensors only
+        wmap = found.where
         self._files: dict[str, Any] = {}
-        for f in files:
+        for f in found.files:
             try:
                 self._files[f] = safe_open(str(self.folder / f), framework="pt", device="cpu")
             except (OSError, RuntimeError, ValueError, SafetensorError) as e:
@@ -130,6 +132,9 @@ def load_reference(folder: str | Path, dtype: torch.dtype = torch.float32) -> to
     from .module import _quiet
 
     _quiet()
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()  # stderr holds one line per error, nothing else
     try:
         return AutoModelForCausalLM.from_pretrained(str(folder), dtype=dtype,
                                                     use_safetensors=True).eval()

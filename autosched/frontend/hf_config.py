@@ -9,11 +9,13 @@ the ``transformers`` config object of a :class:`ModelConfig`.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
+from sim.files import load_json, shown
+
 from .config import LIMITS, MODEL_TYPES, ModelConfig, ModelError, fail
+from .config_numbers import check_rope
 
 __all__ = ["MAX_CONFIG_BYTES", "load_config_json", "parse", "to_hf"]
 
@@ -33,15 +35,9 @@ _STRS = ("hidden_act", "torch_dtype", "dtype", "_name_or_path")
 
 
 def load_config_json(path: Path) -> dict[str, Any]:
-    """The JSON object of ``path``; larger than 1 MB, unreadable or not an object: refused."""
-    size = path.stat().st_size
-    if size > MAX_CONFIG_BYTES:
-        raise ModelError(f"{path} is {size:,} bytes; a model config is at most "
-                         f"{MAX_CONFIG_BYTES:,} bytes")
-    try:
-        data = json.loads(path.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise ModelError(f"{path} is not valid JSON: {e}") from e
+    """The JSON object of ``path``, read by :func:`sim.files.load_json` (a regular file of
+    at most 1 MB, nesting bounded, numbers finite); anything else: refused."""
+    data = load_json(path, limit=MAX_CONFIG_BYTES, what="model config", error=ModelError)
     if not isinstance(data, dict):
         raise ModelError(f"{path}: a model config must be a JSON object, got a "
                          f"{type(data).__name__}")
@@ -54,7 +50,7 @@ def _check_types(hf: dict[str, Any], label: str) -> None:
         if v is None:
             continue
         if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= LIMITS[lim]:
-            raise fail(label, f"{key} must be an integer in [{lo}, {LIMITS[lim]}], got {v!r}")
+            raise fail(label, f"{key} must be an integer in [{lo}, {LIMITS[lim]}], got {shown(v)}")
     for key in _BOOLS:
         if key in hf and hf[key] is not None and not isinstance(hf[key], bool):
             raise fail(label, f"{key} must be true or false, got {hf[key]!r}")
@@ -62,13 +58,14 @@ def _check_types(hf: dict[str, Any], label: str) -> None:
         v = hf.get(key)
         if v is not None and (isinstance(v, bool) or not isinstance(v, int | float)
                               or not lo < v <= hi):
-            raise fail(label, f"{key} must be a number in ({lo:g}, {hi:g}], got {v!r}")
+            raise fail(label, f"{key} must be a number in ({lo:g}, {hi:g}], got {shown(v)}")
     for key in _STRS:
         if hf.get(key) is not None and not isinstance(hf[key], str):
             raise fail(label, f"{key} must be a string, got {hf[key]!r}")
     for key in ("rope_scaling", "rope_parameters"):
         if hf.get(key) is not None and not isinstance(hf[key], dict):
             raise fail(label, f"{key} must be an object or null, got {hf[key]!r}")
+    check_rope(hf, label)
     missing = [k for k in _REQUIRED if hf.get(k) is None]
     if missing:
         raise fail(label, f"missing required key(s) {', '.join(missing)}")

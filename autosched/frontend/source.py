@@ -1,8 +1,10 @@
 """A model with numbers: its config, the ``transformers`` reference module in float32 and
 the weights the device is given, both holding the same values.
 
-* a checkpoint folder: the reference is loaded by ``transformers`` (safetensors only), the
-  device's weights are read from the memory-mapped files;
+* a checkpoint folder: every tensor is checked against the config (name, shape, a float
+  type, finite; :mod:`.weight_files`), then the reference is loaded by ``transformers``
+  (safetensors only) and the device's weights are read from the memory-mapped files; a
+  folder without safetensors weights is refused, naming what it holds;
 * a ``transformers`` model: a float32 copy of it;
 * a config (built-in name, config.json, :class:`ModelConfig`): the module with seeded
   random weights.
@@ -14,14 +16,17 @@ the device reads to it, so both compute on the same values.
 from __future__ import annotations
 
 import copy
+import os
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import torch
 
-from .checkpoint import CheckpointWeights, ModuleWeights, Weights, is_checkpoint, load_reference
+from .checkpoint import CheckpointWeights, ModuleWeights, Weights, load_reference
 from .config import ModelConfig
 from .module import build_module, config_of_module
+from .weight_files import check_weights, weight_files
 from .zoo import get_model_config
 
 __all__ = ["Source", "load_source"]
@@ -54,8 +59,9 @@ def load_source(model: Any, *, dtype: str | None = None, seed: int = 0) -> Sourc
         _round(ref, dtype)
         return Source(cfg, ref, ModuleWeights(ref))
     if isinstance(model, str | bytes) or hasattr(model, "__fspath__"):
-        if is_checkpoint(model):
+        if Path(os.fsdecode(model)).is_dir():  # a checkpoint: its weights, checked, or none
             cfg = get_model_config(model)
+            check_weights(weight_files(os.fsdecode(model)), cfg)
             ref = load_reference(model)
             _round(ref, dtype)
             return Source(cfg, ref, CheckpointWeights(model, ref, dtype))

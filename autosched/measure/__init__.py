@@ -10,7 +10,8 @@ from .base import MeasureInput, Runner, measure_one
 from .dask import DaskRunner, RunnerError, RunnerLost
 from .deadline import MEASURE_TIMEOUT_S, MeasureTimeout
 from .local import LocalRunner
-from .spec import check_runner, make_runner
+from .spec import TlsFiles, check_runner, farm_security, make_runner
 
 __all__ = ["MEASURE_TIMEOUT_S", "DaskRunner", "LocalRunner", "MeasureInput", "MeasureTimeout",
-           "Runner", "RunnerError", "RunnerLost", "check_runner", "make_runner", "measure_one"]
+           "Runner", "RunnerError", "RunnerLost", "TlsFiles", "check_runner", "farm_security",
+           "make_runner", "measure_one"]

@@ -108,7 +108,7 @@ class Baseline:
                 "cases": {k: v.to_dict() for k, v in sorted(self.cases.items())}}
 
     def save(self, path: str | Path) -> None:
-        write_atomic(Path(path), json.dumps(self.to_dict(), indent=1) + "\n")
+        write_atomic(Path(path), json.dumps(self.to_dict(), indent=1) + "\n", BaselineError)
 
     @classmethod
     def load(cls, path: str | Path) -> Baseline:

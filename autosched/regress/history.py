@@ -15,8 +15,10 @@ import time
 from pathlib import Path
 
 from sim.errors import AutoschedError
+from sim.files import parse_json, read_text
+from sim.writes import write_atomic
 
-from .files import append_line
+from .files import MAX_FILE_BYTES, append_line
 from .results import CaseResult
 from .tuned import DATA_DIR
 
@@ -43,13 +45,13 @@ def append_history(path: str | Path, entry: dict) -> None:
 def load_history(path: str | Path) -> list[dict]:
     """Every complete entry of ``path`` in order (none when the file does not exist)."""
     p = Path(path)
-    if not p.exists():
+    if not p.exists() and not p.is_symlink():
         return []
     out = []
-    for line in p.read_text(encoding="utf-8").splitlines():
+    for n, line in enumerate(read_text(p, limit=MAX_FILE_BYTES, what="history").splitlines()):
         try:
-            entry = json.loads(line)
-        except json.JSONDecodeError:
+            entry = parse_json(line, source=f"{p} line {n + 1}", nan=True)
+        except AutoschedError:
             continue  # a line cut short by a killed writer
         if isinstance(entry, dict) and isinstance(entry.get("cases"), dict):
             out.append(entry)
@@ -102,6 +104,9 @@ def plot_history(entries: list[dict], path: str | Path, *, title: str = "") -> P
     fig.tight_layout()
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=110)
-    plt.close(fig)
+    try:
+        write_atomic(out, lambda tmp: fig.savefig(tmp, dpi=110, format=out.suffix[1:] or "png"),
+                     what="--plot")
+    finally:
+        plt.close(fig)
     return out

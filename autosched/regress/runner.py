@@ -114,7 +114,7 @@ class Runner:
 
     def _schedules(self, case: ModelCase, graph: OpGraph, hw: Hardware
                    ) -> dict[str, Schedule] | str | None:
-        """What ``compile_model(schedules=...)`` gets: the tuned source's choices, the
+        """What ``compile_step(schedules=...)`` gets: the tuned source's choices, the
         library kernels, or None (each family's default)."""
         if case.schedules == "tuned":
             return {k: c.schedule for k, c in self.tuned().choices(graph, hw).items()}

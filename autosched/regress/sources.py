@@ -30,9 +30,10 @@ class ScheduleSource(abc.ABC):
 
 
 class DatabaseSchedules(ScheduleSource):
-    """A tuning database, looked up as the compiler does (exact, nearest, default)."""
+    """A tuning database, looked up as the compiler does (exact, nearest, default); None:
+    no database, every operator on its family's default."""
 
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database | None) -> None:
         self.db = db
 
     def choices(self, graph: OpGraph, hw: Hardware) -> dict[str, LookupResult]:

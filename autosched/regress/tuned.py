@@ -88,7 +88,7 @@ class TunedExport(ScheduleSource):
 
     def save(self, path: str | Path = TUNED_PATH) -> None:
         """Write atomically (a killed writer leaves the old file whole)."""
-        write_atomic(Path(path), json.dumps(self.to_dict(), indent=1) + "\n")
+        write_atomic(Path(path), json.dumps(self.to_dict(), indent=1) + "\n", TunedExportError)
 
     @classmethod
     def load(cls, path: str | Path = TUNED_PATH) -> TunedExport:
@@ -137,4 +137,4 @@ def open_schedules(src: str | Path | ScheduleSource | Database) -> ScheduleSourc
     if "://" not in str(src) and not Path(src).exists():
         raise TunedExportError(f"no tuning database at {src}: tune first (autosched tune) "
                                "or give a tuned-schedule export (.json)")
-    return DatabaseSchedules(open_database(src))
+    return DatabaseSchedules(open_database(src, readonly=True))

@@ -35,6 +35,7 @@ from search_spaces.attention.geometry import attention_shape
 from search_spaces.attention.rules import ATTN_RULES, AttnShape, k_set, shape_reasons, unit_share
 from search_spaces.constraints import Rule
 from search_spaces.domains import Categorical, Divisors, PowersOfTwo
+from search_spaces.errors import SpaceError
 from search_spaces.params import Cond, Param
 from search_spaces.space import Space
 from search_spaces.workload import Workload
@@ -91,7 +92,11 @@ def _rules(sh: AttnShape) -> tuple[Rule, ...]:
 
 
 def attention_space(workload: Workload, hw: Hardware) -> Space:
-    """The space of ``workload`` (family ``attention``) on ``hw``."""
+    """The space of ``workload`` (family ``attention``) on ``hw``; an odd head dimension is
+    refused (every model's is even: rotary embedding pairs its halves)."""
+    if workload.dims["d"] % 2:
+        raise SpaceError(f"{workload.key}: the head dimension d={workload.dims['d']} must be "
+                         "even, as in every model (rotary embedding pairs its halves)")
     dims, sh = workload.dims, shape_of(workload, hw)
     present = _present(sh)
     regs, G, C = hw.pim.registers, dims["h"] // dims["kvh"], hw.org.channels
