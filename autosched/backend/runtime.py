@@ -27,7 +27,7 @@ from autosched.frontend.config import ModelError
 from autosched.fusion import output_width
 from autosched.ir import OpGraph
 from search_spaces import Workload
-from search_spaces.attention import capacity_of, plan_attention
+from search_spaces.attention import attention_layout_of, capacity_of
 from sim.functional import DeviceMemory, execute_system
 from sim.hardware import System
 from sim.timing import simulate_system
@@ -134,7 +134,7 @@ class CompiledGraph:
             if m.family != "attention":
                 continue
             w = cm.graph.node(n.name).workload
-            pl = plan_attention(w.dims, capacity_of(w), cm.choices[n.name].schedule.point,
+            pl = attention_layout_of(w.dims, capacity_of(w), cm.choices[n.name].schedule.point,
                                 self.hw, int(w.attr("window", 0)))
             done = self.loaded.get(n.name, 0)
             if done > first:

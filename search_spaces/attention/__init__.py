@@ -6,11 +6,11 @@ d (head dim), l (context length including the new tokens).
 """
 
 from search_spaces.attention.geometry import (
-    AttnPlan,
+    AttnLayout,
     Piece,
     TensorLayout,
+    attention_layout_of,
     attention_shape,
-    plan_attention,
 )
 from search_spaces.attention.rules import ATTN_RULES, AttnShape, cache_rows, channels_used
 from search_spaces.attention.space import (
@@ -23,6 +23,6 @@ from search_spaces.attention.space import (
 
 DIMS = {"attention": ("b", "q", "h", "kvh", "d", "l")}
 
-__all__ = ["ATTN_RULES", "DIMS", "AttnPlan", "AttnShape", "Piece", "TensorLayout",
+__all__ = ["ATTN_RULES", "DIMS", "AttnLayout", "AttnShape", "Piece", "TensorLayout",
            "attention_default", "attention_shape", "attention_space", "cache_rows",
-           "capacity_of", "channels_used", "plan_attention", "qrow_options", "shape_of"]
+           "capacity_of", "channels_used", "attention_layout_of", "qrow_options", "shape_of"]

@@ -41,7 +41,7 @@ from sim.kernels.base import ceil_div
 
 from .rules import AttnShape, attention_reasons, k_fill, shape_reasons
 
-__all__ = ["AttnPlan", "Piece", "TensorLayout", "attention_shape", "plan_attention"]
+__all__ = ["AttnLayout", "Piece", "TensorLayout", "attention_shape", "attention_layout_of"]
 
 
 @dataclass(frozen=True)
@@ -70,7 +70,7 @@ class TensorLayout:
 
 
 @dataclass(frozen=True)
-class AttnPlan:
+class AttnLayout:
     """Everything the lowering derives from (workload, point, hardware)."""
 
     b: int
@@ -205,8 +205,8 @@ def attention_shape(w_dims: dict[str, int], cap: int, hw: Hardware,
     return AttnShape(hw, *(w_dims[k] for k in ("b", "q", "h", "kvh", "d")), cap, window)
 
 
-def plan_attention(w_dims: dict[str, int], cap: int, point: dict, hw: Hardware,
-                   window: int = 0, scale: float | None = None) -> AttnPlan:
+def attention_layout_of(w_dims: dict[str, int], cap: int, point: dict, hw: Hardware,
+                   window: int = 0, scale: float | None = None) -> AttnLayout:
     """Resolve a point, or raise AutoschedError naming every rule it breaks."""
     sh = attention_shape(w_dims, cap, hw, window)
     why = shape_reasons(sh, w_dims["l"]) or attention_reasons(sh, point)
@@ -231,7 +231,7 @@ def plan_attention(w_dims: dict[str, int], cap: int, point: dict, hw: Hardware,
         V, dv = _layout("vpim", sh.chunk_v(point), 1, span, S, vbase), uv * cpp * lanes
     else:
         V, dv = _layout("plain", sh.plain, 1, span, S, vbase), sh.dk
-    return AttnPlan(b=b, q=q, h=h, kvh=kvh, d=d, l=n, cap=cap, G=h // kvh,
+    return AttnLayout(b=b, q=q, h=h, kvh=kvh, d=d, l=n, cap=cap, G=h // kvh,
                     kc=point["kv_channels"], S=S, scores=point["scores"],
                     k_mode=point.get("k_mode", ""), rpq=rpq, qk=point.get("k_qrows", 1),
                     wsum=point["wsum"], qv=point.get("v_qrows", 1), U=U,

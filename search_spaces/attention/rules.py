@@ -1,6 +1,6 @@
 """The attention layout's validity rules and derived geometry, stated once.
 
-:func:`~search_spaces.attention.geometry.plan_attention` refuses a point with the reasons
+:func:`~search_spaces.attention.geometry.attention_layout_of` refuses a point with the reasons
 of every rule it breaks, and the attention space wraps each rule as a constraint over its
 parameters, so the space and the code generator accept the same points. Shape rules
 (:func:`shape_reasons`) concern the workload itself: a shape that breaks one has no

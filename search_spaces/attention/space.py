@@ -25,7 +25,7 @@ which live in different banks and channels, and the units have no exp. Attribute
 ``window`` a sliding window (the cache then keeps ``min(capacity, window)`` slots when
 decoding), attr ``scale`` the score scale when it is not ``1/sqrt(d)``. The
 constraints are the layout's own rules (:mod:`.rules`, checked again by
-:func:`~.geometry.plan_attention`), so the space holds exactly the points the code
+:func:`~.geometry.attention_layout_of`), so the space holds exactly the points the code
 generator lays out.
 """
 

@@ -182,7 +182,7 @@ def test_sliding_window_prefill(name: str) -> None:
 def test_cache_loaded_from_the_host_is_read_by_the_kernel(name: str, d: int, window: int) -> None:
     """Positions computed elsewhere, written with load_cache, then a decode step."""
     from autosched.families.attention.cache import load_cache
-    from search_spaces.attention import capacity_of, plan_attention
+    from search_spaces.attention import attention_layout_of, capacity_of
 
     hw, cap, ctx = HW[name], 32, 20
     dims = (2, 6, 2, d, cap)
@@ -191,7 +191,7 @@ def test_cache_loaded_from_the_host_is_read_by_the_kernel(name: str, d: int, win
     w = workload(2, 1, 6, 2, d, ctx, cap, window)
     space = family_of(w).space(w, hw)
     for point in (family_of(w).default(w, hw), space.sample(np.random.default_rng(2), 1)[0]):
-        pl = plan_attention(w.dims, capacity_of(w), point, hw, window)
+        pl = attention_layout_of(w.dims, capacity_of(w), point, hw, window)
         mem = DeviceMemory(hw)
         past = list(range(max(0, ctx - 1 - pl.span), ctx - 1))
         load_cache(pl, mem, 0, kc[:, :, past], vc[:, :, past], past)
@@ -297,12 +297,12 @@ def test_streams_built_once_and_moved_equal_streams_built_each(
     whole chunks and batch groups into the others: stream for stream, the same program as
     building every one."""
     from autosched.families.attention.streams import pim_stream, pim_streams
-    from search_spaces.attention import plan_attention
+    from search_spaces.attention import attention_layout_of
 
     hw, w = HW[name], workload(b, q, h, kvh, d, ctx, 512, window)
     pts = list(family_of(w).space(w, hw).enumerate())
     for i in np.random.default_rng(0).choice(len(pts), 25, replace=False):
-        pl = plan_attention(w.dims, 512, pts[i], hw, window=window)
+        pl = attention_layout_of(w.dims, 512, pts[i], hw, window=window)
         assert pim_streams(pl) == tuple(pim_stream(pl, bj, si)
                                         for bj in range(pl.Bs) for si in range(pl.S))
 

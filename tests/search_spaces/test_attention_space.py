@@ -95,7 +95,7 @@ SMALL = [replace(h, org=replace(h.org, rows_per_bank=16)) for h in HW]
 def test_space_and_planner_accept_the_same_points(hw, dims) -> None:
     """A point drawn from the domains (constraints ignored) is valid in the space exactly
     when the code generator's planner resolves it."""
-    from search_spaces.attention import capacity_of, plan_attention
+    from search_spaces.attention import attention_layout_of, capacity_of
 
     w = wl(200, **dims)
     space, rng = attention_space(w, hw), np.random.default_rng(len(str(dims)))
@@ -107,7 +107,7 @@ def test_space_and_planner_accept_the_same_points(hw, dims) -> None:
                 pt[p.name] = p.domain.values()[int(rng.integers(len(p.domain)))]
         ok_space = not space.validate(pt)
         try:
-            plan_attention(w.dims, capacity_of(w), pt, hw)
+            attention_layout_of(w.dims, capacity_of(w), pt, hw)
             ok_plan = True
         except AutoschedError:
             ok_plan = False

@@ -4,7 +4,7 @@ The attention kernel writes each step's new tokens itself; when positions were c
 elsewhere (a prompt run eagerly by ``transformers`` before a compiled decode step),
 :func:`load_cache` puts them where the kernel will read them: position ``p`` of kv head
 ``g`` in batch row ``bi`` goes to the slot, stream, channel, bank, row and columns the
-plan assigns (:meth:`AttnPlan.owner`, :meth:`AttnPlan.pieces`; the batch group's
+plan assigns (:meth:`AttnLayout.owner`, :meth:`AttnLayout.pieces`; the batch group's
 streams for its sequences), padding lanes zero.
 """
 
@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from search_spaces.attention import AttnPlan
+from search_spaces.attention import AttnLayout
 
 __all__ = ["load_cache"]
 
 
-def load_cache(pl: AttnPlan, mem: object, base_row: int, keys: np.ndarray,
+def load_cache(pl: AttnLayout, mem: object, base_row: int, keys: np.ndarray,
                values: np.ndarray, positions: list[int]) -> None:
     """Write ``keys``/``values`` ``[b, kvh, len(positions), d]`` of absolute ``positions``
     into ``mem`` (a ``DeviceMemory``), the kernel's rows starting at ``base_row``."""

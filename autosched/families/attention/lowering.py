@@ -9,7 +9,7 @@ multiplies on the host or takes the scores' lane partials (the softmax sums them
 same op), applies the masked softmax (the workload's
 scale, default ``1/sqrt(d)``; slots past the live ones and, for ``q > 1``, future
 positions and positions outside a sliding window excluded) and sums the sequence splits.
-A prompt from an empty cache with both products on the host (``AttnPlan.own``) needs
+A prompt from an empty cache with both products on the host (``AttnLayout.own``) needs
 nothing back from the banks: the host multiplies with its own k and v (permuted to
 ``[b, kvh, l, d]``) while the PIM streams store the cache.
 Host score rows are ``[b, q, h, lp]``, the query rows in the order of ``q`` itself, so
@@ -20,9 +20,9 @@ from __future__ import annotations
 
 from search_spaces import Workload
 from search_spaces.attention import (
-    AttnPlan,
+    AttnLayout,
+    attention_layout_of,
     capacity_of,
-    plan_attention,
 )
 from sim.hardware import Hardware
 from sim.isa import BufRef, HostOp, Signal, Wait, aff
@@ -39,7 +39,7 @@ def _pad(src: str, dst: str, rows: int, win: int, wout: int) -> HostOp:
                   (BufRef(src, aff(0), (rows, win)),))
 
 
-def _host(pl: AttnPlan) -> tuple[Stream, list[Buffer]]:
+def _host(pl: AttnLayout) -> tuple[Stream, list[Buffer]]:
     # score rows are lp slots wide, or l when the host multiplies with its own k and v
     lp = pl.l if pl.own else pl.lp
     rows, d, dk, dv = pl.b * pl.q * pl.h, pl.d, pl.dk, pl.dv
@@ -97,7 +97,7 @@ def attention_kernel(workload: Workload, point: dict, hw: Hardware) -> Kernel:
     """The attention kernel of one valid point (see the module docstring)."""
     dims = workload.dims
     scale = workload.attr("scale")
-    pl = plan_attention(dims, capacity_of(workload), point, hw,
+    pl = attention_layout_of(dims, capacity_of(workload), point, hw,
                         int(workload.attr("window", 0)), None if scale is None else float(scale))
     host, bufs = _host(pl)
     nq, nkv = pl.b * pl.q * pl.h * pl.d, pl.b * pl.q * pl.kvh * pl.d

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from search_spaces.attention import AttnPlan, TensorLayout
+from search_spaces.attention import AttnLayout, TensorLayout
 from sim.isa import (
     Act,
     Affine,
@@ -34,7 +34,7 @@ from sim.program import Node, Stream
 __all__ = ["pim_stream", "pim_streams", "query_groups"]
 
 
-def query_groups(pl: AttnPlan, rows: int, bj: int = 0
+def query_groups(pl: AttnLayout, rows: int, bj: int = 0
                  ) -> tuple[list[tuple[str, int]], list[Affine]]:
     """Loops over groups of ``rows`` query rows of one kv head, and each row's index.
 
@@ -57,19 +57,19 @@ def _nest(loops: list[tuple[str, int]], body: list[Node]) -> list[Node]:
     return loop_nest(loops, body)
 
 
-def _slots(pl: AttnPlan, body: list[Node], inner: Sequence[tuple[str, int]] = ()
+def _slots(pl: AttnLayout, body: list[Node], inner: Sequence[tuple[str, int]] = ()
            ) -> list[Node]:
     """``body`` in the loops over a group's sequences and kv-head groups, around ``inner``
     loops."""
     return _nest([("bi", pl.bpb), ("gs", pl.kvh // pl.kc), *inner], body)
 
 
-def _slot_row(pl: AttnPlan, t: TensorLayout) -> Affine:
+def _slot_row(pl: AttnLayout, t: TensorLayout) -> Affine:
     per = t.passes * t.rows_per_pass
     return aff(t.base, bi=(pl.kvh // pl.kc) * per, gs=per)
 
 
-def _writes(pl: AttnPlan, bj: int, si: int) -> list[Node]:
+def _writes(pl: AttnLayout, bj: int, si: int) -> list[Node]:
     """Store the new tokens' k and v owned by stream ``(bj, si)``: each tensor's pieces
     ordered by bank and row, so the tokens sharing a bank row (a prompt's) take one Act."""
     pieces = []
@@ -98,7 +98,7 @@ def _writes(pl: AttnPlan, bj: int, si: int) -> list[Node]:
     return _slots(pl, body) if body else []
 
 
-def _scores(pl: AttnPlan, bj: int, si: int) -> list[Node]:
+def _scores(pl: AttnLayout, bj: int, si: int) -> list[Node]:
     """MAC every live K pass against ``qk`` query rows held in the global buffer."""
     passes = pl.passes_of(pl.K, si)
     if passes == 0:
@@ -138,7 +138,7 @@ def _scale(a: Affine, k: int) -> Affine:
     return Affine(a.base * k, tuple((v, s * k) for v, s in a.terms))
 
 
-def _reads(pl: AttnPlan, t: TensorLayout, bj: int, si: int, buf: str) -> list[Node]:
+def _reads(pl: AttnLayout, t: TensorLayout, bj: int, si: int, buf: str) -> list[Node]:
     """Read the live passes of a plain-layout tensor into ``buf`` ``[b, kvh, lp, d]``."""
     passes = pl.passes_of(t, si)
     if passes == 0:
@@ -157,7 +157,7 @@ def _reads(pl: AttnPlan, t: TensorLayout, bj: int, si: int, buf: str) -> list[No
     return _slots(pl, body, [("p", passes)])
 
 
-def _wsum(pl: AttnPlan, bj: int, si: int) -> list[Node]:
+def _wsum(pl: AttnLayout, bj: int, si: int) -> list[Node]:
     """MAC the probabilities of ``qv`` query rows against every live V pass."""
     loops, idx = query_groups(pl, pl.qv, bj)
     chunk, st, cpp = pl.V.chunk, pl.vstep, pl.cpp
@@ -178,7 +178,7 @@ def _wsum(pl: AttnPlan, bj: int, si: int) -> list[Node]:
     return _slots(pl, inner, loops)
 
 
-def _compute(pl: AttnPlan, bj: int, si: int) -> tuple[tuple[Node, ...], tuple[Node, ...]]:
+def _compute(pl: AttnLayout, bj: int, si: int) -> tuple[tuple[Node, ...], tuple[Node, ...]]:
     """(scores or reads before the ``s`` signal, weighted sum after ``p``) of a stream."""
     first = _scores(pl, bj, si) if pl.scores == "pim" else _reads(pl, pl.K, bj, si, "kh")
     if pl.wsum == "host":
@@ -186,7 +186,7 @@ def _compute(pl: AttnPlan, bj: int, si: int) -> tuple[tuple[Node, ...], tuple[No
     return tuple(first), tuple(_wsum(pl, bj, si)) if pl.wsum == "pim" else ()
 
 
-def _assemble(pl: AttnPlan, bj: int, si: int,
+def _assemble(pl: AttnLayout, bj: int, si: int,
               compute: tuple[tuple[Node, ...], tuple[Node, ...]] | None) -> Stream:
     k = bj * pl.S + si
     body: list[Node] = [Wait(("pad",))] if (pl.dk, pl.dv) != (pl.d, pl.d) else []
@@ -200,13 +200,13 @@ def _assemble(pl: AttnPlan, bj: int, si: int,
     return Stream(f"pim{k}", "pim", chans, tuple(body))
 
 
-def pim_stream(pl: AttnPlan, bj: int, si: int) -> Stream:
+def pim_stream(pl: AttnLayout, bj: int, si: int) -> Stream:
     """The SPMD stream of batch group ``bj`` and sequence split ``si`` over its
     ``kv_channels`` channels; it signals ``s{k}`` and ``o{k}``, ``k = bj * S + si``."""
     return _assemble(pl, bj, si, None if pl.own else _compute(pl, bj, si))
 
 
-def _deltas(pl: AttnPlan, dbj: int, dsi: int) -> dict[str, int]:
+def _deltas(pl: AttnLayout, dbj: int, dsi: int) -> dict[str, int]:
     """How far every buffer window of the compute part moves from stream ``(bj, si)`` to
     ``(bj + dbj, si + dsi)`` (batch group: ``bpb`` sequences of rows further; split: one
     chunk of positions further, and one partial-output block with ``yp``)."""
@@ -219,7 +219,7 @@ def _deltas(pl: AttnPlan, dbj: int, dsi: int) -> dict[str, int]:
             "yp" if pl.S > 1 else pl.buf("y"): y}
 
 
-def pim_streams(pl: AttnPlan) -> tuple[Stream, ...]:
+def pim_streams(pl: AttnLayout) -> tuple[Stream, ...]:
     """Every PIM stream, as :func:`pim_stream` builds them: the compute part is built once
     per (K passes, V passes) of a split and moved into the other streams with the same
     passes (their windows differ by whole chunks and batch groups only)."""
