@@ -320,7 +320,8 @@ def link_step(cfg: ModelConfig, graph: OpGraph, hw: Hardware, b: _Builder,
     stage's); ``keep``: further buffers kept whole (sent or received between devices).
     The budget is computed, not checked."""
     roles = {n.role: n.name for n in nodes}
-    logits, token = roles.get("lm_head", ""), roles.get("argmax", "")
+    # the logits: the LM head's, or what the model computes from them (``logits`` role)
+    logits, token = roles.get("logits") or roles.get("lm_head", ""), roles.get("argmax", "")
     if logits and not token and any(n.name == logits and n.workload.attr("epilogue") == "argmax"
                                     for n in nodes):
         token = logits  # the LM head's epilogue appends the token as the last column

@@ -14,6 +14,7 @@ import torch
 
 from autosched.frontend import OpNode
 from autosched.frontend.checkpoint import Weights
+from autosched.frontend.fallback import BUFFER, POSITIONS
 from sim.errors import AutoschedError
 
 __all__ = ["node_constants", "node_weights", "rope_tables"]
@@ -42,13 +43,26 @@ def rope_tables(w: Weights, node: OpNode, positions: np.ndarray) -> tuple[np.nda
     mod = w.module(path)
     d = int(node.workload.dims.get("d") or node.workload.attr("rope_d"))
     pos = torch.as_tensor(np.asarray(positions, dtype=np.int64))[None, :]
+    kind = node.param("rotary_kind")  # a rotary module with tables per layer type
     with torch.no_grad():
-        cos, sin = mod(torch.zeros(1, 1, d, dtype=torch.float32), pos)
+        cos, sin = mod(torch.zeros(1, 1, d, dtype=torch.float32), pos,
+                       *((kind,) if kind else ()))
     cos, sin = (t.float().reshape(-1, t.shape[-1]).numpy() for t in (cos, sin))
     if cos.shape != (len(positions), d):
         raise AutoschedError(f"{node.name}: module {path!r} returned rotary tables of shape "
                              f"{cos.shape}, expected {(len(positions), d)}")
     return cos, sin
+
+
+def _host_constant(w: Weights, name: str, positions: np.ndarray) -> np.ndarray:
+    """A host op's constant: a parameter, a module buffer, or the step's positions."""
+    if name == POSITIONS:
+        return np.asarray(positions, np.float32)
+    if name.startswith(BUFFER):
+        path, _, attr = name[len(BUFFER):].rpartition(".")
+        buf = w.module(path).get_buffer(attr)
+        return buf.detach().float().cpu().numpy().reshape(-1)
+    return w.get(name)
 
 
 def node_constants(w: Weights, node: OpNode, positions: np.ndarray) -> dict[str, np.ndarray]:
@@ -57,8 +71,9 @@ def node_constants(w: Weights, node: OpNode, positions: np.ndarray) -> dict[str,
     if op in ("rmsnorm", "layernorm"):
         out["w"] = w.get(node.param("w")) if node.param("w") else \
             np.ones(node.workload.dims["n"], np.float32)
-        if op == "layernorm":
-            out["b"] = w.get(node.param("b"))
+        if op == "layernorm":  # a norm without bias (or without any parameter: OLMo)
+            out["b"] = w.get(node.param("b")) if node.param("b") else \
+                np.zeros(node.workload.dims["n"], np.float32)
     elif op == "embedding":
         out["table"] = w.get(node.param("table"))
         if node.workload.attr("epilogue") == "rmsnorm":
@@ -78,6 +93,9 @@ def node_constants(w: Weights, node: OpNode, positions: np.ndarray) -> dict[str,
             out["out_norm_w"] = w.get(node.param("out_norm_w")) if node.param("out_norm_w") \
                 else np.ones(node.workload.dims["n"], np.float32)
     elif op == "host":
+        sizes = [int(np.prod([int(v) for v in s.split("x")])) for s in
+                 str(node.workload.attr("params", "")).split(",") if s]
         for local, name in node.params:
-            out[local] = w.get(name)
+            size = sizes[int(local[1:])]
+            out[local] = _host_constant(w, name, positions)[:size]
     return out

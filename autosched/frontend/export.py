@@ -18,6 +18,7 @@ import torch
 
 from .aten import AtenGraph, Placeholder
 from .config import ModelError
+from .readers import summary_fields
 
 __all__ = ["ExportedStep", "export_step"]
 
@@ -32,8 +33,8 @@ class _Step(torch.nn.Module):
         self.lm = lm
         c = lm.config
         self.cache = StaticCache(config=c, max_cache_len=capacity)
-        head_dim = getattr(c, "head_dim", None) or c.hidden_size // c.num_attention_heads
-        self.cache.early_initialization(batch, c.num_key_value_heads, head_dim, lm.dtype,
+        f = summary_fields(c)  # key/value heads and head dim under any config's names
+        self.cache.early_initialization(batch, f["kv_heads"], f["head_dim"], lm.dtype,
                                         lm.device)
         for layer in self.cache.layers:
             if hasattr(layer, "cumulative_length_int"):

@@ -45,7 +45,7 @@ def _merge_ropes(g: AtenGraph, matches: list[Match], order: dict[Node, int]) -> 
             continue
         rows = a.dims["b"] * a.dims["q"]
         d = rq.dims["d"]
-        heads = (rq.dims["m"] + rk.dims["m"]) // rows
+        heads = rq.dims["h"] + rk.dims["h"]
         later = max(rq, rk, key=lambda m: order[m.out])
         merged = Match("rope", later.out, [rq.ins[0], rk.ins[0]], dict(m=rows, h=heads, d=d),
                        nodes=rq.nodes | rk.nodes,
@@ -57,6 +57,12 @@ def _merge_ropes(g: AtenGraph, matches: list[Match], order: dict[Node, int]) -> 
     out = [m for m in matches if id(m) not in drop]
     out.sort(key=lambda m: order[m.out])
     return out
+
+
+def _empty(node: Node) -> bool:
+    """A tensor without elements (the pass-through half of a full rotary): nothing to run."""
+    val = node.meta.get("val")
+    return isinstance(val, torch.Tensor) and val.numel() == 0
 
 
 def find_matches(g: AtenGraph) -> list[Match]:
@@ -75,7 +81,7 @@ def find_matches(g: AtenGraph) -> list[Match]:
     attn = [m for m in matches if m.family == "attention"]
     for node in nodes:
         if node in claimed or node not in g.active or g.is_alias(node) or not g.users[node] \
-                and opname(node) == "getitem":
+                and opname(node) == "getitem" or _empty(node):
             continue
         if _claim_writes(g, node, attn):
             claimed.add(node)

@@ -29,8 +29,10 @@ __all__ = ["TOKEN_IDS", "FusedView", "FusionError", "operands", "output_parts", 
 
 TOKEN_IDS = "ids"  # the step's token ids [rows, 1]: not a node
 _LINEAR = ("gemv", "gemm")
-_LABEL = {"q_proj": "q", "k_proj": "k", "v_proj": "v", "ffn_gate": "gate", "ffn_up": "up"}
-_ROLE_PART = {"ffn_silu": "gate", "ffn_mul": "up"}  # the part a consumer reads of a merged out
+_LABEL = {"q_proj": "q", "k_proj": "k", "v_proj": "v", "ffn_gate": "gate", "ffn_up": "up",
+          "q_norm": "q", "k_norm": "k"}
+# the part a consumer reads of a merged out
+_ROLE_PART = {"ffn_silu": "gate", "ffn_mul": "up", "q_norm": "q", "k_norm": "k"}
 
 
 class FusionError(AutoschedError):
@@ -93,7 +95,12 @@ def output_parts(graph: OpGraph, node: OpNode) -> dict[str, tuple[int, int]]:
 
 def _view(graph: OpGraph, node: OpNode, src: str, span: tuple[int, int]) -> FusedView:
     want, have = _rows(node.workload), _rows(graph.node(src).workload)
-    if want != have and not (have == graph.batch * graph.tokens and want == graph.batch):
+    last = have == graph.batch * graph.tokens and want == graph.batch
+    if want != have and not last:
+        # the whole output read as rows of another width (one row per head): a reshape
+        if span == (0, output_width(graph.node(src).workload)) and \
+                have * (span[1] - span[0]) % want == 0:
+            return FusedView(src, span[0], span[1])
         raise FusionError(f"{node.name} reads {want} rows from {src}, which has {have}")
     return FusedView(src, span[0], span[1], want != have)
 

@@ -104,7 +104,9 @@ def _rope(st: _State) -> None:
     for r in [n for n in st.nodes if n.workload.op == "rope"]:
         lin = next((n for n in st.nodes if r.inputs == (n.name,)), None)
         d = r.workload.dims
-        if (lin is None or lin.role != "qkv_proj" or lin.workload.attr("epilogue")
+        if lin is None or lin.role != "qkv_proj":
+            continue  # q and k reach it through other ops (q/k norms, partial rotary)
+        if (lin.workload.attr("epilogue")
                 or _rows(lin.workload) != d["m"] or d["h"] * d["d"] > lin.workload.dims["n"]
                 or not all(u.workload.op == "attention" for u in st.consumers(r.name))):
             raise FusionError(f"{r.name}: rope_epilogue needs a rope reading q | k of a merged "
@@ -123,8 +125,9 @@ def _residual(st: _State) -> None:
     for lin in [n for n in st.nodes if n.role in ("o_proj", "ffn_down")]:
         users = st.consumers(lin.name)
         add = users[0] if len(users) == 1 else None
-        if (add is None or add.workload.op != "elementwise" or add.workload.attr("fn") != "add"
-                or len(add.inputs) != 2 or lin.workload.attr("epilogue")
+        if add is None or add.workload.op != "elementwise" or add.workload.attr("fn") != "add":
+            continue  # a post-norm or a scale between it and the residual add
+        if (len(add.inputs) != 2 or lin.workload.attr("epilogue")
                 or _rows(add.workload) != _rows(lin.workload)):
             raise FusionError(f"{lin.name}: residual_epilogue needs one residual add "
                               f"consuming it, found {[u.name for u in users]}")

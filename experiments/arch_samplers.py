@@ -1,0 +1,2 @@
+from experiments.llama_configs import Picker, RngPicker  # noqa
+SAMPLERS = {}
