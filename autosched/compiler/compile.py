@@ -148,8 +148,8 @@ class _Builder:
             for name, views in operands(self.graph, n).items():
                 if len(views) < 2 or any(v.source in homes for v in views):
                     continue
-                if all(v.lo == 0 and v.hi == output_width(self.graph.node(v.source).workload)
-                       for v in views):
+                if all(v.lo == 0 and v.hi == (v.width or output_width(
+                        self.graph.node(v.source).workload)) for v in views):
                     off = 0
                     for v in views:
                         homes[v.source] = (f"{n.name}.{name}", off)
@@ -196,7 +196,7 @@ class _Builder:
         if views[0].source == TOKEN_IDS:
             return TOKEN_IDS, 0
         first = self.home(views[0].source)
-        widths = [output_width(g.node(v.source).workload) for v in views]
+        widths = [v.width or output_width(g.node(v.source).workload) for v in views]
         if not any(v.last for v in views):
             if len(views) == 1 and (self.one_row or widths[0] == views[0].hi - views[0].lo):
                 return first[0], first[1] + views[0].lo

@@ -8,6 +8,7 @@ a value unchanged: :meth:`AtenGraph.root` follows them back to the op that compu
 
 from __future__ import annotations
 
+import math
 import operator
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -84,9 +85,13 @@ class AtenGraph:
             x = node.args[0]
             if not isinstance(x, torch.fx.Node):
                 return False
-            dim = (node.args[1] if len(node.args) > 1 else 0) % x.meta["val"].dim()
-            return dim != x.meta["val"].dim() - 1 or \
-                tuple(x.meta["val"].shape) == tuple(node.meta["val"].shape)
+            shape = tuple(x.meta["val"].shape)
+            if shape == tuple(node.meta["val"].shape):
+                return True  # every element kept
+            dim = (node.args[1] if len(node.args) > 1 else 0) % len(shape)
+            root = self.root(x)  # whole rows of the producer's [rows, width] output
+            width = int(root.meta["val"].shape[-1]) if isinstance(root, torch.fx.Node) else 1
+            return dim != len(shape) - 1 and math.prod(shape[dim + 1:]) % width == 0
         if name == "cat":
             return _sole(node) is not None
         return False
@@ -105,7 +110,8 @@ class AtenGraph:
 
     def transposed_param(self, node: object) -> str | None:
         """The parameter ``W`` of a value ``W.t()`` (the second operand of ``mm``)."""
-        if isinstance(node, torch.fx.Node) and opname(node) in ("t", "permute", "transpose"):
+        if isinstance(node, torch.fx.Node) and opname(node) in ("t", "permute", "transpose",
+                                                                   "numpy_T"):
             shape = node.meta["val"].shape
             src = node.args[0]
             if len(shape) == 2 and isinstance(src, torch.fx.Node) and \

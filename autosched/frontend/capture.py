@@ -34,6 +34,24 @@ def _rotary_path(ex: ExportedStep, node: torch.fx.Node) -> str:
     return stack[-1][0].removeprefix("lm.") if stack else ""
 
 
+def _rotary_kind(ex: ExportedStep, node: torch.fx.Node) -> str:
+    """The layer type a rotary table was computed for ("" for a module with one table):
+    the prefix of the ``{kind}_inv_freq`` buffer it reads (Gemma 3, OLMo 3)."""
+    g, todo, seen = ex.graph, [node], set()
+    while todo:
+        n = todo.pop()
+        if n in seen:
+            continue
+        seen.add(n)
+        ph = g.placeholder(n)
+        if ph is not None and ph.kind == "buffer" and ph.target.endswith("_inv_freq"):
+            kind = ph.target.rsplit(".", 1)[-1].removesuffix("_inv_freq")
+            if kind not in ("", "original"):
+                return kind
+        todo.extend(n.all_input_nodes)
+    return ""
+
+
 def _layer_list(model: torch.nn.Module, layers: int) -> str:
     """Parameter path of the decoder's layer list: the largest ModuleList of ``layers``."""
     best, size = "", -1
@@ -65,6 +83,7 @@ def capture_nodes(cfg: ModelConfig, *, batch: int, tokens: int, length: int,
     for m in matches:
         if m.family == "rope":
             m.extra["rotary"] = _rotary_path(ex, m.extra["cos"])
+            m.extra["rotary_kind"] = _rotary_kind(ex, m.extra["cos"])
         if m.family == "attention":
             m.dims["l"] = length
     nodes = to_nodes(ex.graph, matches, cfg.dtype)

@@ -65,6 +65,24 @@ def _module_paths(graph: torch.fx.Graph) -> dict[str, str]:
     return out
 
 
+def _one(i: object) -> bool:
+    return isinstance(i, list) and len(i) == 1 and isinstance(i[0], int) and \
+        not isinstance(i[0], bool)
+
+
+class _ListIndexAsSlice(torch.overrides.TorchFunctionMode):
+    """``x[..., [i], :]`` traced as the equal slice ``x[..., i:i+1, :]``: on the meta
+    device the index list's values would be lost (Falcon picks its key and value heads
+    so)."""
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):  # noqa: ANN001
+        if func is torch.Tensor.__getitem__ and isinstance(args[1], tuple) and \
+                any(_one(i) for i in args[1]):
+            args = (args[0], tuple(slice(i[0], i[0] + 1 or None) if _one(i) else i
+                                   for i in args[1]))
+        return func(*args, **(kwargs or {}))
+
+
 def export_step(lm: torch.nn.Module, *, batch: int, tokens: int, capacity: int) -> ExportedStep:
     """Export the step of ``lm`` (on meta) writing ``tokens`` new tokens per sequence into a
     cache of ``capacity`` positions, the last of them the step's last token."""
@@ -76,7 +94,7 @@ def export_step(lm: torch.nn.Module, *, batch: int, tokens: int, capacity: int) 
     ids = torch.zeros((batch, tokens), dtype=torch.long, device="meta")
     positions = torch.arange(past, capacity, device="meta")
     try:
-        with torch.no_grad(), warnings.catch_warnings():
+        with torch.no_grad(), warnings.catch_warnings(), _ListIndexAsSlice():
             warnings.simplefilter("ignore")  # transformers' rotary modules set attributes
             ep = torch.export.export(step, (ids, positions), strict=False)
     except (RuntimeError, TypeError, ValueError, AssertionError) as e:

@@ -27,6 +27,8 @@ def _claim_writes(g: AtenGraph, node: Node, attn: list[Match]) -> bool:
     """A leftover write of new keys or values into a cache joins its attention."""
     seen: set[Node] = set()
     vals = new_values(g, node, seen)
+    if vals == [node]:  # not a write: the value itself
+        return False
     for a in attn:
         if vals and all(v in a.ins[1:] for v in vals):
             a.nodes |= seen | {node}
@@ -65,6 +67,11 @@ def _empty(node: Node) -> bool:
     return isinstance(val, torch.Tensor) and val.numel() == 0
 
 
+def _several(node: Node) -> bool:
+    """An op of several outputs (``split``, ``chunk``): each output read runs it."""
+    return isinstance(node.meta.get("val"), list | tuple)
+
+
 def find_matches(g: AtenGraph) -> list[Match]:
     """Every operator of ``g`` in graph order (see the module docstring)."""
     nodes = list(g.nodes())
@@ -81,7 +88,7 @@ def find_matches(g: AtenGraph) -> list[Match]:
     attn = [m for m in matches if m.family == "attention"]
     for node in nodes:
         if node in claimed or node not in g.active or g.is_alias(node) or not g.users[node] \
-                and opname(node) == "getitem" or _empty(node):
+                and opname(node) == "getitem" or _empty(node) or _several(node):
             continue
         if _claim_writes(g, node, attn):
             claimed.add(node)

@@ -307,8 +307,8 @@ def new_values(g: AtenGraph, node: object, seen: set[Node]) -> list[Node]:
         seen.add(node)
         return [*new_values(g, node.args[_WRITES[name]], seen),
                 *new_values(g, node.args[0], seen)]
-    rank = len(g.shape(node))
-    if name == "cat" and (node.args[1] if len(node.args) > 1 else 0) % rank == rank - 2:
+    if name == "cat" and (node.args[1] if len(node.args) > 1 else 0) % len(g.shape(node)) \
+            == len(g.shape(node)) - 2:
         seen.add(node)  # positions appended to a cache (not halves of a head joined)
         return [v for a in node.args[0] for v in new_values(g, a, seen)]
     return [node]

@@ -237,8 +237,10 @@ def to_nodes(g: AtenGraph, matches: list[Match], dtype: str) -> list[OpNode]:
         layer = w.layer.get(i)
         if i not in w.role and inputs[i]:  # unnamed node: the layer of what it reads
             layer = next((w.layer[j] for j in inputs[i] if j in w.layer), None)
-        role = w.role.get(i) or (m.attrs["fn"].split("-")[0] if m.family == "host"
-                                 else m.family)
+            if layer is not None:
+                w.layer[i] = layer
+        role = w.role.get(i) or (m.attrs["fn"].split("-")[0] if m.family == "host" else
+                                 "rotary" if m.family == "rope" else m.family)
         base = role if layer is None else f"l{layer}.{role}"
         name, k = base, 2
         while name in names:
@@ -247,6 +249,8 @@ def to_nodes(g: AtenGraph, matches: list[Match], dtype: str) -> list[OpNode]:
         params = dict(m.params)
         if "rotary" in m.extra:
             params["rotary"] = m.extra["rotary"]
+        if m.extra.get("rotary_kind"):
+            params["rotary_kind"] = m.extra["rotary_kind"]
         nodes.append(OpNode(name, _workload(m, dtype), tuple(names[j] for j in inputs[i]),
                             layer, role, tuple(sorted(params.items()))))
     return nodes

@@ -42,12 +42,15 @@ class FusionError(AutoschedError):
 @dataclass(frozen=True)
 class FusedView:
     """Columns ``[lo, hi)`` of ``source``'s output ``[rows, width]``; ``last``: only the row
-    of each sequence's last token (row ``s * tokens + tokens - 1``)."""
+    of each sequence's last token (row ``s * tokens + tokens - 1``); ``width``: the row
+    width the consumer reads the output with when it differs from the source's own (0:
+    the same), a reshape of the whole output (one row per head, or per token)."""
 
     source: str
     lo: int
     hi: int
     last: bool = False
+    width: int = 0
 
 
 def output_width(w: Workload) -> int:
@@ -100,9 +103,23 @@ def _view(graph: OpGraph, node: OpNode, src: str, span: tuple[int, int]) -> Fuse
         # the whole output read as rows of another width (one row per head): a reshape
         if span == (0, output_width(graph.node(src).workload)) and \
                 have * (span[1] - span[0]) % want == 0:
-            return FusedView(src, span[0], span[1])
+            width = have * (span[1] - span[0]) // want
+            return FusedView(src, 0, width, width=width)
         raise FusionError(f"{node.name} reads {want} rows from {src}, which has {have}")
     return FusedView(src, span[0], span[1], want != have)
+
+
+def _unlabelled(graph: OpGraph, node: OpNode, lab: str) -> str:
+    """The input of a rope or attention holding ``lab`` when no producer labels it: its
+    inputs labelled by no part, taken in the order of the labels no producer holds."""
+    labels = ("q", "k", "v") if node.workload.op == "attention" else ("q", "k")
+    held = {x for src in node.inputs for x in output_parts(graph, graph.node(src))}
+    free = [src for src in node.inputs
+            if set(output_parts(graph, graph.node(src))).isdisjoint(labels)]
+    missing = [x for x in labels if x not in held]
+    if lab not in missing or len(free) != len(missing):
+        raise FusionError(f"{node.name}: none of its inputs {node.inputs} holds {lab!r}")
+    return free[missing.index(lab)]
 
 
 def _labelled(graph: OpGraph, node: OpNode, labels: tuple[str, ...]) -> tuple[FusedView, ...]:
@@ -118,8 +135,9 @@ def _labelled(graph: OpGraph, node: OpNode, labels: tuple[str, ...]) -> tuple[Fu
                     out.pop()
                 out.append(v)
                 break
-        else:
-            raise FusionError(f"{node.name}: none of its inputs {node.inputs} holds {lab!r}")
+        else:  # q, k or v computed by other ops (unlabelled): the free inputs in order
+            src = _unlabelled(graph, node, lab)
+            out.append(_view(graph, node, src, (0, output_width(graph.node(src).workload))))
     return tuple(out)
 
 
@@ -128,6 +146,9 @@ def operands(graph: OpGraph, node: OpNode) -> dict[str, tuple[FusedView, ...]]:
     w = node.workload
     if w.op == "embedding":
         return {"ids": (FusedView(TOKEN_IDS, 0, 1),)}
+    if w.op == "rope" and len(node.inputs) == 1:  # one tensor rotated (partial rotary)
+        src = node.inputs[0]
+        return {"x": (_view(graph, node, src, (0, output_width(graph.node(src).workload))),)}
     if w.op == "rope":
         return {"x": _labelled(graph, node, ("q", "k"))}
     if w.op == "attention":

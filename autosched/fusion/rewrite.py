@@ -112,8 +112,9 @@ def _rope(st: _State) -> None:
             raise FusionError(f"{r.name}: rope_epilogue needs a rope reading q | k of a merged "
                               "qkv_proj with no epilogue, read by attention only")
         params = dict(lin.params)
-        if r.param("rotary"):
-            params["rotary"] = r.param("rotary")
+        for k in ("rotary", "rotary_kind"):
+            if r.param(k):
+                params[k] = r.param(k)
         st.swap(lin, dataclasses.replace(
             lin, workload=_with(lin.workload, epilogue="rope", rope_heads=d["h"], rope_d=d["d"]),
             params=tuple(sorted(params.items()))))
