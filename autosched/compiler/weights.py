@@ -15,14 +15,28 @@ import torch
 from autosched.frontend import OpNode
 from autosched.frontend.checkpoint import Weights
 from autosched.frontend.fallback import BUFFER, POSITIONS
+from autosched.frontend.renames import stored_names
 from sim.errors import AutoschedError
 
 __all__ = ["node_constants", "node_weights", "rope_tables"]
 
 
+def _get(w: Weights, name: str) -> np.ndarray:
+    """Tensor ``name``, or the same tensor under the name its checkpoint stores it by."""
+    try:
+        return w.get(name)
+    except AutoschedError:
+        for alt in stored_names(w.module(""), name):
+            try:
+                return w.get(alt)
+            except AutoschedError:
+                continue
+        raise
+
+
 def _joined(w: Weights, node: OpNode, local: str) -> np.ndarray:
     names = (node.param(local) or "").split("|")
-    return np.concatenate([w.get(n) for n in names], axis=0)
+    return np.concatenate([_get(w, n) for n in names], axis=0)
 
 
 def node_weights(w: Weights, node: OpNode) -> dict[str, np.ndarray]:
@@ -62,7 +76,7 @@ def _host_constant(w: Weights, name: str, positions: np.ndarray) -> np.ndarray:
         path, _, attr = name[len(BUFFER):].rpartition(".")
         buf = w.module(path).get_buffer(attr)
         return buf.detach().float().cpu().numpy().reshape(-1)
-    return w.get(name)
+    return _get(w, name)
 
 
 def node_constants(w: Weights, node: OpNode, positions: np.ndarray) -> dict[str, np.ndarray]:
