@@ -66,11 +66,12 @@ def stacked_graph(model: str | ModelConfig, *, phase: str = "decode", batch: int
     """Config and graph of one step, as ``frontend.model_graph`` gives them."""
     cfg = get_model_config(model)
     kw = dict(phase=phase, batch=batch, context=context, capacity=capacity)
-    if cfg.layers <= 2:
+    kinds = {(cfg.window(i), cfg.layer_kind(i)) for i in range(cfg.layers)}
+    if cfg.layers <= 2 or len(kinds) > 1:  # layers of several kinds: capture's own repeat
         return model_graph(cfg, fusion=fusion, **kw)
     # fused after stacking: a fusion across a layer boundary (the next block's norm into
     # this block's last linear) differs between the last layer and the others
-    _, two = model_graph(dataclasses.replace(cfg, layers=2), **kw)
+    _, two = model_graph(cfg.subset((0, 1)), **kw)
     pre = [n for n in two.nodes if n.layer is None and two.nodes.index(n) < _first(two)]
     post = [n for n in two.nodes if n.layer is None and two.nodes.index(n) > _first(two)]
     l0 = [n for n in two.nodes if n.layer == 0]

@@ -10,7 +10,6 @@ as generation does.
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 import torch
@@ -69,14 +68,17 @@ def capture_nodes(cfg: ModelConfig, *, batch: int, tokens: int, length: int,
                   whole: bool = False) -> list[OpNode]:
     """Operator nodes of one step (``tokens`` new tokens, ``length`` positions after it);
     ``whole`` captures every layer instead of two of each kind."""
-    kinds = [int(0 < cfg.window(i) < length) for i in range(cfg.layers)]
+    kinds = [(int(0 < cfg.window(i) < length), cfg.layer_kind(i)) for i in range(cfg.layers)]
     order = list(dict.fromkeys(kinds))
     proto_kinds = [k for k in order for _ in range(2)]
     short = not whole and len(proto_kinds) < cfg.layers
     proto = cfg
-    if short:
-        full = tuple(j for j, k in enumerate(proto_kinds) if k == 0)
-        proto = dataclasses.replace(cfg, layers=len(proto_kinds), full_layers=full)
+    if short:  # the first two layers of each kind, in order of the kinds
+        picks = [i for k in order for i in [j for j, x in enumerate(kinds) if x == k][:2]]
+        if len(picks) == len(proto_kinds):
+            proto = cfg.subset(tuple(picks))
+        else:
+            short = False
     model = build_module(proto, device="meta")
     ex = export_step(model, batch=batch, tokens=tokens, capacity=length)
     matches = find_matches(ex.graph)

@@ -32,7 +32,8 @@ _LINEAR = ("gemv", "gemm")
 _LABEL = {"q_proj": "q", "k_proj": "k", "v_proj": "v", "ffn_gate": "gate", "ffn_up": "up",
           "q_norm": "q", "k_norm": "k"}
 # the part a consumer reads of a merged out
-_ROLE_PART = {"ffn_silu": "gate", "ffn_mul": "up", "q_norm": "q", "k_norm": "k"}
+_ROLE_PART = {"ffn_silu": "gate", "ffn_act": "gate", "ffn_mul": "up", "q_norm": "q",
+              "k_norm": "k"}
 
 
 class FusionError(AutoschedError):
@@ -100,9 +101,13 @@ def _view(graph: OpGraph, node: OpNode, src: str, span: tuple[int, int]) -> Fuse
     want, have = _rows(node.workload), _rows(graph.node(src).workload)
     last = have == graph.batch * graph.tokens and want == graph.batch
     if want != have and not last:
-        # the whole output read as rows of another width (one row per head): a reshape
-        if span == (0, output_width(graph.node(src).workload)) and \
-                have * (span[1] - span[0]) % want == 0:
+        full = span == (0, output_width(graph.node(src).workload))
+        if node.workload.op == "host" and full:  # a host op reshapes what it reads itself
+            return FusedView(src, span[0], span[1])
+        # the columns read as rows of another width (one row per head): a reshape
+        if have * (span[1] - span[0]) % want == 0:
+            if not full:  # gathered into rows of their own first
+                return FusedView(src, span[0], span[1])
             width = have * (span[1] - span[0]) // want
             return FusedView(src, 0, width, width=width)
         raise FusionError(f"{node.name} reads {want} rows from {src}, which has {have}")

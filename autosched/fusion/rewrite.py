@@ -59,12 +59,22 @@ def _with(w: Workload, inputs_dims: dict | None = None, **attrs: object) -> Work
                          **{**w.dims, **(inputs_dims or {})})
 
 
+# the roles that find their part of a merged output (``operands``)
+_PART_READERS = ("q_norm", "k_norm", "ffn_silu", "ffn_act", "ffn_mul")
+
+
+def _reads_parts(st: _State, node: OpNode) -> bool:
+    """Whether every consumer of ``node`` would read its part of a merged output."""
+    return all(u.workload.op in ("rope", "attention") and u.role != "rotary"
+               or u.role in _PART_READERS for u in st.consumers(node.name))
+
+
 def _merge(st: _State, roles: tuple[str, ...], role: str) -> None:
     for layer in sorted({n.layer for n in st.nodes if n.role == roles[0]}, key=str):
         parts = [next((n for n in st.nodes if n.role == r and n.layer == layer), None)
                  for r in roles]
-        if None in parts:
-            continue
+        if None in parts or not all(_reads_parts(st, p) for p in parts):
+            continue  # not there, or read by ops that would not find their part
         w0 = parts[0].workload
         same = all(p.inputs == parts[0].inputs and p.workload.op == w0.op
                    and (p.workload.dtype, p.workload.attrs) == (w0.dtype, w0.attrs)
@@ -88,6 +98,8 @@ def _merge(st: _State, roles: tuple[str, ...], role: str) -> None:
 def _silu_mul(st: _State) -> None:
     for g in [n for n in st.nodes if n.role == "gate_up"]:
         users = st.consumers(g.name)
+        if not any(u.role == "ffn_silu" for u in users):
+            continue  # another activation (GELU): silu_mul does not apply
         silu = next((u for u in users if u.role == "ffn_silu" and u.inputs == (g.name,)), None)
         mul = next((u for u in users if silu and u.role == "ffn_mul"
                     and u.inputs == (silu.name, g.name)), None)
