@@ -151,7 +151,7 @@ def operands(graph: OpGraph, node: OpNode) -> dict[str, tuple[FusedView, ...]]:
     w = node.workload
     if w.op == "embedding":
         return {"ids": (FusedView(TOKEN_IDS, 0, 1),)}
-    if w.op == "rope" and len(node.inputs) == 1:  # one tensor rotated (partial rotary)
+    if w.op == "rope" and node.role == "rotary":  # one tensor rotated (partial rotary)
         src = node.inputs[0]
         return {"x": (_view(graph, node, src, (0, output_width(graph.node(src).workload))),)}
     if w.op == "rope":
