@@ -162,8 +162,10 @@ def host_match(g: AtenGraph, node: Node) -> Match:
     shape = AtenGraph.shape(node)
     n = shape[-1] if shape else 1
     m = max(math.prod(shape) // max(n, 1), 1)
+    # the structure only: which parameter a constant is, is bound by name at run time
     plan = ";".join(f"{opname(o)}{_describe(list(o.args), g)}{sorted(o.kwargs.items())}"
-                    for o in ops) + "|" + ",".join(str(_leaf_name(g, x)) for x in leaves)
+                    for o in ops) + "|" + ",".join(
+        f"{g.placeholder(x).kind}{AtenGraph.shape(x)}" for x in leaves)
     pick = f"[{node.args[1]}]" if target is not node else ""
     desc = (f"{target.target}{pick}|{_describe(list(target.args), g)}|"
             f"{sorted(target.kwargs.items())}|{plan}")
