@@ -51,6 +51,31 @@ def _rotary_kind(ex: ExportedStep, node: torch.fx.Node) -> str:
     return ""
 
 
+def _token_major(ex: ExportedStep, matches: list, tokens: int, name: str) -> None:
+    """Refuse a step whose rotary or attention kernel would read a value materialised
+    head-major (``[b, heads, tokens, d]``, by a host op or an element-wise kernel) as
+    token-major rows: the same memory only when one token is computed (decode)."""
+    if tokens == 1:
+        return
+    made = {m.out: m for m in matches}
+    for m in matches:
+        if m.family not in ("rope", "attention"):
+            continue
+        for x in m.ins:
+            src = made.get(x)
+            shape = ex.graph.shape(x)
+            if src is not None and src.family not in ("linear", "rope", *_NORM_FAMILIES) \
+                    and len(shape) == 4 and shape[1] > 1 and shape[2] == tokens:
+                raise ModelError(
+                    f"{name}: its {m.family} reads {src.family} op "
+                    f"{src.attrs.get('fn', src.family)} computed per head over {tokens} "
+                    "tokens; steps of one token (decode) are supported, prompts are not "
+                    "yet for this model")
+
+
+_NORM_FAMILIES = ("rmsnorm", "layernorm")
+
+
 def _layer_list(model: torch.nn.Module, layers: int) -> str:
     """Parameter path of the decoder's layer list: the largest ModuleList of ``layers``."""
     best, size = "", -1
@@ -82,6 +107,7 @@ def capture_nodes(cfg: ModelConfig, *, batch: int, tokens: int, length: int,
     model = build_module(proto, device="meta")
     ex = export_step(model, batch=batch, tokens=tokens, capacity=length)
     matches = find_matches(ex.graph)
+    _token_major(ex, matches, tokens, cfg.name)
     for m in matches:
         if m.family == "rope":
             m.extra["rotary"] = _rotary_path(ex, m.extra["cos"])
