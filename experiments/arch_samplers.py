@@ -61,7 +61,10 @@ def _types(p: Picker, hf: Config) -> None:
 
 
 def _partial(p: Picker, hf: Config, key: str = "partial_rotary_factor") -> None:
-    hf[key] = p.choice([0.25, 0.5, 0.75, 1.0])
+    """A rotary fraction whose rotated width is even (as every checkpoint's is)."""
+    hd = hf.get("head_dim") or hf["hidden_size"] // hf["num_attention_heads"]
+    hf[key] = p.choice([f for f in (0.25, 0.5, 0.75, 1.0) if int(hd * f) % 2 == 0
+                        and int(hd * f) > 0])
 
 
 def _llama_like(mt: str, *extras: Callable[[Picker, Config], None], **kw: Any):
@@ -151,9 +154,11 @@ def _phi(p: Picker, hf: Config) -> None:
 
 
 def _rope_scaling(p: Picker, hf: Config) -> None:
+    """A RoPE scaling type or none (LongRoPE's factor lists are the Llama draw's: here
+    ``transformers`` sizes them from ``hidden_size / heads``, not the head dim)."""
     hd = hf.get("head_dim") or hf["hidden_size"] // hf["num_attention_heads"]
     rope = _rope(p, hd, hf["model_type"])
-    if rope is not None:
+    if rope is not None and rope["rope_type"] != "longrope":
         hf["rope_scaling"] = rope
 
 

@@ -1,14 +1,21 @@
 """Matches -> operator nodes: workloads, inputs, and each node's role and decoder layer,
 found from the structure around every attention, not from module names.
 
-Layer ``i`` is the ``i``-th attention. From it: the rotary operator's inputs are
-``q_proj`` and ``k_proj``, the value producer ``v_proj``, the norm feeding ``q_proj``
-``attn_norm``; the linear reading the attention ``o_proj``, the add after it
-``attn_residual``, the norm reading that ``ffn_norm``; of the linears reading
-``ffn_norm`` the one whose result goes through an activation is ``ffn_gate``
-(activation ``ffn_silu``, or ``ffn_act`` for any other), the other ``ffn_up``; their
-product ``ffn_mul``, the linear reading it ``ffn_down``, the add after it
-``ffn_residual``. Outside the layers: ``embed``, ``final_norm``, ``lm_head``, ``argmax``.
+Layer ``i`` is the ``i``-th attention. From it: the linears its q, k and v are computed
+from are ``q_proj``, ``k_proj``, ``v_proj`` (through views, slices and rotary; one linear
+for all three is ``qkv_packed``), a norm right before the rotary ``q_norm``/``k_norm``,
+the norm feeding the projections (through a scale such as Gemma's ``1 + w``)
+``attn_norm``; the linear reading the attention ``o_proj``, a norm after it
+``attn_post_norm``, the residual add ``attn_residual``, the norm reading that
+``ffn_norm`` (or, when attention and MLP read one input, the other norm of that input;
+or ``attn_norm`` itself for a parallel block). Of the linears reading ``ffn_norm``, one
+followed by an activation (``ffn_silu``, or ``ffn_act`` for any other) then a product is
+``ffn_gate`` (the product ``ffn_mul``, the other linear ``ffn_up``); one followed by an
+activation alone is ``ffn_up`` (``fc1``); the linear after them ``ffn_down``, a norm
+after it ``ffn_post_norm``, the add ``ffn_residual``. Outside the layers: ``embed``,
+``final_norm``, ``lm_head``, ``argmax``, and ``logits`` for what the argmax reads when it
+is computed after the LM head (scaled, soft-capped). A rotary operator of one tensor is
+``rotary``. A structure that does not fit leaves its nodes unnamed (role: the op).
 Nodes are named ``l{layer}.{role}`` (or the role), ``#2``... when a name repeats.
 """
 
