@@ -132,7 +132,8 @@ def build_module(cfg: ModelConfig, *, device: str = "meta", seed: int = 0,
     try:
         with torch.device(device):
             model = cls._from_config(hf, dtype=dt)
-    except (TypeError, ValueError, KeyError, RuntimeError, AttributeError) as e:
+    except (TypeError, ValueError, KeyError, RuntimeError, AttributeError,
+            AssertionError) as e:  # a pad token outside the vocabulary asserts
         raise ModelError(f"model config {cfg.name!r}: transformers cannot build "
                          f"{cls.__name__}: {str(e).strip().splitlines()[-1:]}") from e
     if cfg.norm == "layernorm":
