@@ -275,9 +275,11 @@ def rope(g: AtenGraph, node: Node) -> Match | None:
             cat = g.root(r)
             neg = g.root(cat.args[0][0])
             claimed = {node, p1, p2, cat, neg, g.root(neg.args[0]), g.root(cat.args[0][1])}
-            shape = g.shape(x)  # [b, heads, s, d] (rows: b * s tokens of heads each)
-            d = shape[-1]
-            heads = shape[1] if len(shape) == 4 else 1
+            shape = g.shape(x)  # [b, heads, s, d] or [b, s, heads, d]: rows of b * s
+            d = shape[-1]  # tokens, ``heads`` each; the tables broadcast over the heads
+            tab = g.shape(cos) if len(g.shape(cos)) == len(shape) else ()
+            heads = next((shape[i] for i in (1, 2) if len(shape) == 4 and tab
+                          and tab[i] == 1), 1)
             return Match("rope", node, [g.root(x)], dict(m=_numel(x) // (d * heads), h=heads,
                                                          d=d),
                          nodes=claimed, extra={"cos": cos, "sin": sin, "x": x})
