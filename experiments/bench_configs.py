@@ -1,10 +1,12 @@
-"""Sweep random Llama-family configs on every preset: pass / refused / failed counts.
+"""Sweep random configs of every supported architecture on every preset: pass / refused
+/ failed counts, overall and per architecture.
 
-Each config (``experiments.llama_configs.sample_config``, seeded) is compiled, simulated
-against its bound and run with ``run --check`` against ``transformers`` on each preset.
-Goal: 0 failed; a refusal only where ``transformers`` cannot run the config either.
+Each config (``experiments.arch_samplers.sample_any``, seeded: an architecture, then its
+own fields and ranges) is compiled, simulated against its bound and run with
+``run --check`` against ``transformers`` on each preset. Goal: 0 failed; a refusal only
+where ``transformers`` cannot run the config either.
 
-    python -m experiments.bench_configs [--configs 200] [--seed 0] [--steps 8] [--json]
+    python -m experiments.bench_configs [--configs 300] [--seed 0] [--steps 8] [--json]
         [--rows FILE] [--jobs N] [--fusion none|full]
 
 ``--fusion full`` compiles, simulates and checks every config under the full fusion plan.
@@ -22,7 +24,8 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from experiments.llama_configs import RngPicker, check, sample_config
+from experiments.arch_samplers import sample_any
+from experiments.llama_configs import RngPicker, check
 from search_spaces.fusion import FULL_FUSION
 from sim.hwio import list_device_presets
 
@@ -45,7 +48,7 @@ def _done(rows_file: Path | None, seed: int, steps: int,
 def _one(task: tuple[int, int, int, str, bool]) -> dict:
     """Check config ``i`` of the sweep ``seed`` on ``hw`` (a row of :func:`sweep`)."""
     seed, steps, i, hw, fused = task
-    hf = sample_config(RngPicker(seed * 100_003 + i))
+    hf = sample_any(RngPicker(seed * 100_003 + i))
     t0 = time.perf_counter()
     out = check(hf, hw, steps=steps, seed=i, fusion=dict(FULL_FUSION) if fused else None)
     return {"config": i, "hw": hw, "status": out.status, "message": out.message,
@@ -84,7 +87,7 @@ def sweep(n: int, seed: int, steps: int, presets: list[str], verbose: bool = Fal
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--configs", type=int, default=200)
+    ap.add_argument("--configs", type=int, default=300)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--steps", type=int, default=8)
     ap.add_argument("--presets", default=",".join(list_device_presets()))
@@ -113,6 +116,11 @@ def main() -> None:
         err = max((r["max_rel_err"] for r in ok), default=float("nan"))
         print(f"{hw:<10} {counts[hw, 'pass']:>6} {counts[hw, 'refused']:>8} "
               f"{counts[hw, 'failed']:>7} {worst:>16.2f} {err:>14.4f}")
+    archs = sorted({r["hf"]["model_type"] for r in rows})
+    for arch in archs:
+        mine = Counter(r["status"] for r in rows if r["hf"]["model_type"] == arch)
+        print(f"  {arch:<12} pass {mine['pass']:>4}  refused {mine['refused']:>3}  "
+              f"failed {mine['failed']:>3}")
     refusals = Counter(r["message"].split(":")[-1].strip()[:80] for r in rows
                        if r["status"] == "refused")
     for why, n in refusals.most_common():

@@ -64,7 +64,8 @@ def _masked_softmax(op: HostOp, x: Arr) -> Arr:
     An input with one axis more than the output holds partial sums: the extra (last)
     axis is summed first (lane partials of the scores, read out of the banks).
 
-    Attrs: ``scale``; ``limit`` (visible columns, default all); ``causal`` Q (default 0):
+    Attrs: ``scale``; ``softcap`` C (default 0: none): scores become ``C tanh(x / C)``
+    after scaling; ``limit`` (visible columns, default all); ``causal`` Q (default 0):
     row ``r`` of the flattened leading axes is query ``i = (r // group) % Q`` and sees
     columns ``< limit - Q + 1 + i``; ``group`` (default 1); ``window`` W (default 0: none):
     a row sees only its last W visible columns.
@@ -72,6 +73,9 @@ def _masked_softmax(op: HostOp, x: Arr) -> Arr:
     if x.ndim > len(op.outs[0].shape):
         x = x.sum(axis=-1)
     x = x * float(op.attr("scale", 1.0))
+    cap = float(op.attr("softcap", 0.0))
+    if cap:
+        x = cap * np.tanh(x / cap)
     n = x.shape[-1]
     rows = x.reshape(-1, n)
     vis = np.full(rows.shape[0], int(op.attr("limit", n)))

@@ -89,8 +89,8 @@ class Builder:
             for name, views in operands(self.graph, n).items():
                 if len(views) < 2 or any(v.source in homes for v in views):
                     continue
-                if all(v.lo == 0 and v.hi == output_width(self.graph.node(v.source).workload)
-                       for v in views):
+                if all(v.lo == 0 and v.hi == (v.width or output_width(
+                        self.graph.node(v.source).workload)) for v in views):
                     off = 0
                     for v in views:
                         homes[v.source] = (f"{n.name}.{name}", off)
@@ -135,7 +135,7 @@ class Builder:
         if views[0].source == TOKEN_IDS:
             return TOKEN_IDS, 0
         first = self.home(views[0].source)
-        widths = [output_width(g.node(v.source).workload) for v in views]
+        widths = [v.width or output_width(g.node(v.source).workload) for v in views]
         if not any(v.last for v in views):
             if len(views) == 1 and (self.one_row or widths[0] == views[0].hi - views[0].lo):
                 return first[0], first[1] + views[0].lo
@@ -235,7 +235,8 @@ def link_stage(graph: OpGraph, b: Builder, nodes: tuple[OpNode, ...], *, name: s
     if keep_outputs:
         keep |= {b.home(n.name)[0] for n in graph}
     roles = {n.role: n for n in nodes}
-    head, last = roles.get("lm_head"), roles.get("argmax")
+    # the logits: the LM head's, or what the model computes from them (``logits`` role)
+    head, last = roles.get("logits") or roles.get("lm_head"), roles.get("argmax")
     logits, token = head.name if head else "", last.name if last else ""
     if head is not None and last is None and \
             "token" in family_of(head.workload).output_parts(graph, head):

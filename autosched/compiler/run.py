@@ -39,14 +39,18 @@ def tolerance(cfg: Any, hw: Hardware) -> float:
     Each linear layer rounds its input to the device type (relative error u) and sums K
     products in the accumulator type, whose roundings add like a random walk (relative
     u_acc * sqrt(K)); both are relative to a typical output. Independent layers add in
-    quadrature over the depth (two linear layers on each path of the two blocks of every
-    decoder layer, plus the LM head). The max |logit| is about 3x a typical logit, which
-    offsets a 3-sigma allowance for the tail, so no further factor is applied.
+    quadrature over the depth: on the attention path of every decoder layer four such
+    products in series (q projection, scores against the keys the cache holds in the
+    device type, the sum of the values, o projection), on the MLP path two, plus the LM
+    head. (Attention's two were left out when scores stayed near zero; q/k norms make
+    them order one, and the cache's rounding then shows.) The max |logit| is about 3x a
+    typical logit, which offsets a 3-sigma allowance for the tail, so no further factor
+    is applied.
     """
     u = _UNIT_ROUNDOFF[hw.pim.dtype]
     u_acc = _UNIT_ROUNDOFF[hw.pim.accum_dtype]
     k = max(cfg.hidden, cfg.intermediate, cfg.q_dim)
-    depth = 4 * cfg.layers + 1
+    depth = 6 * cfg.layers + 1
     return math.sqrt(depth) * (u + u_acc * math.sqrt(k))
 
 

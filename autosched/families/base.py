@@ -23,7 +23,7 @@ names an op. Kernel conventions every family follows:
 from __future__ import annotations
 
 import abc
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -54,7 +54,8 @@ class Option:
 
 
 # roles whose output a consumer gathers by label (an unfused q_proj holds "q")
-ROLE_LABELS = {"q_proj": "q", "k_proj": "k", "v_proj": "v", "ffn_gate": "gate", "ffn_up": "up"}
+ROLE_LABELS = {"q_proj": "q", "k_proj": "k", "v_proj": "v", "ffn_gate": "gate", "ffn_up": "up",
+               "q_norm": "q", "k_norm": "k"}
 
 
 class Family(abc.ABC):
@@ -73,6 +74,8 @@ class Family(abc.ABC):
     in_banks: ClassVar[bool] = False
     #: its kernel reads the step's token ids (``ids``) rather than another node's output
     reads_tokens: ClassVar[bool] = False
+    #: its kernel reshapes whole inputs of any row count itself (no gather needed)
+    reshapes_inputs: ClassVar[bool] = False
 
     # ---- space and code ------------------------------------------------------------
     @abc.abstractmethod
@@ -204,6 +207,10 @@ class Family(abc.ABC):
         """Its kernel's activation inputs, in the order of ``node.inputs``."""
         return ("x",)
 
+    def reads_whole(self, node: OpNode) -> bool:
+        """Whether each input is read whole, whatever parts its producer labels."""
+        return False
+
     def labelled_operands(self, node: OpNode) -> dict[str, tuple[str, ...]] | None:
         """Operands gathered by label from any input (name -> labels to concatenate),
         instead of one input each; None for one input per name (the default)."""
@@ -221,6 +228,35 @@ class Family(abc.ABC):
     def unclaimed_op(self, workload: Workload) -> str | None:
         """The key of the model's own op this workload runs because no family covers it
         (None for a family's own work)."""
+        return None
+
+    # ---- the frontend ----------------------------------------------------------------
+    #: it claims every op no recogniser claims (runs it on the host as the model does)
+    claims_leftovers: ClassVar[bool] = False
+
+    def recognisers(self) -> tuple[tuple[int, Callable[..., Any]], ...]:
+        """(order, recogniser) pairs: ``recogniser(g, node) -> Match | None`` finds the
+        family in a captured ATen graph (``autosched.frontend.match``), anchored at the
+        op producing its result. Recognisers run in ``order`` (lower first), each over
+        the whole graph before the next, so one that claims a larger structure (attention
+        with its cache writes: 10) runs before those of its parts (rotary 20, norms 30,
+        linear layers 40, lookups 50 and 60, element-wise ops 70). Imported on use: the
+        frontend needs torch, the compiler does not."""
+        return ()
+
+    def absorbs(self, g: Any, node: Any, matches: list) -> bool:
+        """Whether an op no recogniser claimed belongs to one of ``matches`` of this
+        family (a cache write joins its attention); it then adds it to that match."""
+        return False
+
+    def finish(self, g: Any, matches: list) -> list:
+        """``matches`` after this family's last pass over them (merging the two rotary
+        halves of one attention into one operator)."""
+        return matches
+
+    def leftover(self, g: Any, node: Any) -> Any:
+        """The match running ``node``, an op no family claimed (the family that
+        ``claims_leftovers``); None when this family runs no leftovers."""
         return None
 
     # ---- numbers -------------------------------------------------------------------

@@ -34,7 +34,8 @@ def norm_weight(source: Any, node: Any, local: str, n: int) -> Arr:
 
 def rope_tables(source: Any, node: Any, positions: Arr, d: int) -> tuple[Arr, Arr]:
     """cos, sin ``[len(positions), d]`` from the node's rotary module (``rotary``), as the
-    model's own module computes them for these positions (every RoPE scaling)."""
+    model's own module computes them for these positions (every RoPE scaling; a module
+    with tables per layer type is asked for the node's, ``rotary_kind``)."""
     path = node.param("rotary")
     if not path:
         raise AutoschedError(f"{node.name}: the capture found no module computing its "
@@ -43,8 +44,9 @@ def rope_tables(source: Any, node: Any, positions: Arr, d: int) -> tuple[Arr, Ar
 
     mod = source.module(path)
     pos = torch.as_tensor(np.asarray(positions, dtype=np.int64))[None, :]
+    kind = node.param("rotary_kind")
     with torch.no_grad():
-        cos, sin = mod(torch.zeros(1, 1, d, dtype=torch.float32), pos)
+        cos, sin = mod(torch.zeros(1, 1, d, dtype=torch.float32), pos, *((kind,) if kind else ()))
     cos, sin = (t.float().reshape(-1, t.shape[-1]).numpy() for t in (cos, sin))
     if cos.shape != (len(positions), d):
         raise AutoschedError(f"{node.name}: module {path!r} returned rotary tables of shape "

@@ -8,13 +8,14 @@ a value unchanged: :meth:`AtenGraph.root` follows them back to the op that compu
 
 from __future__ import annotations
 
+import math
 import operator
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import torch
 
-__all__ = ["ALIASES", "AtenGraph", "Placeholder", "opname", "replay_aliases"]
+__all__ = ["ALIASES", "AtenGraph", "Placeholder", "alias_source", "opname", "replay_aliases"]
 
 ALIASES = frozenset({
     "view", "reshape", "_unsafe_view", "transpose", "permute", "t", "unsqueeze", "squeeze",
@@ -75,21 +76,30 @@ class AtenGraph:
         return self.inputs.get(node.name) if node.op == "placeholder" else None
 
     def is_alias(self, node: torch.fx.Node) -> bool:
-        """Whether ``node`` carries its first input's value (rows sliced at most)."""
+        """Whether ``node`` carries its first input's value (rows sliced at most; a
+        feature slice keeping every column; a ``cat`` with empty tensors)."""
         name = opname(node)
         if name in ALIASES:
             return isinstance(node.args[0], torch.fx.Node)
         if name == "slice":  # a slice of rows (not of the feature dimension)
             x = node.args[0]
-            dim = node.args[1] if len(node.args) > 1 else 0
-            return isinstance(x, torch.fx.Node) and dim % x.meta["val"].dim() != \
-                x.meta["val"].dim() - 1
+            if not isinstance(x, torch.fx.Node):
+                return False
+            shape = tuple(x.meta["val"].shape)
+            if shape == tuple(node.meta["val"].shape):
+                return True  # every element kept
+            dim = (node.args[1] if len(node.args) > 1 else 0) % len(shape)
+            root = self.root(x)  # whole rows of the producer's [rows, width] output
+            width = int(root.meta["val"].shape[-1]) if isinstance(root, torch.fx.Node) else 1
+            return dim != len(shape) - 1 and math.prod(shape[dim + 1:]) % width == 0
+        if name == "cat":
+            return _sole(node) is not None
         return False
 
     def root(self, node: object) -> object:
         """``node`` with aliasing ops followed back (non-nodes returned as they are)."""
         while isinstance(node, torch.fx.Node) and self.is_alias(node):
-            node = node.args[0]
+            node = alias_source(node)
         return node
 
     def param(self, node: object) -> str | None:
@@ -100,7 +110,8 @@ class AtenGraph:
 
     def transposed_param(self, node: object) -> str | None:
         """The parameter ``W`` of a value ``W.t()`` (the second operand of ``mm``)."""
-        if isinstance(node, torch.fx.Node) and opname(node) in ("t", "permute", "transpose"):
+        if isinstance(node, torch.fx.Node) and opname(node) in ("t", "permute", "transpose",
+                                                                   "numpy_T"):
             shape = node.meta["val"].shape
             src = node.args[0]
             if len(shape) == 2 and isinstance(src, torch.fx.Node) and \
@@ -116,7 +127,7 @@ class AtenGraph:
         out = []
         while self.is_alias(node):
             out.append(node)
-            node = node.args[0]
+            node = alias_source(node)
         return out[::-1]
 
     def alias_users(self, node: torch.fx.Node) -> list[torch.fx.Node]:
@@ -141,10 +152,22 @@ class AtenGraph:
 _CASTS = ("to", "_to_copy", "type_as")
 
 
+def _sole(node: torch.fx.Node) -> torch.fx.Node | None:
+    """The one non-empty input of a ``cat`` (the others hold no element), else None."""
+    parts = node.args[0] if isinstance(node.args[0], list | tuple) else ()
+    full = [p for p in parts if not isinstance(p, torch.fx.Node) or p.meta["val"].numel()]
+    return full[0] if len(full) == 1 and isinstance(full[0], torch.fx.Node) else None
+
+
+def alias_source(node: torch.fx.Node) -> torch.fx.Node:
+    """The input whose value the aliasing op ``node`` carries."""
+    return _sole(node) if opname(node) == "cat" else node.args[0]
+
+
 def replay_aliases(chain: list[torch.fx.Node], value: torch.Tensor) -> torch.Tensor:
     """``value`` (of the chain's root) through the aliasing ops of ``chain``; dtype casts
     are skipped, values keep their dtype."""
     for a in chain:
-        if opname(a) not in _CASTS:
+        if opname(a) not in (*_CASTS, "cat"):
             value = a.target(value, *a.args[1:], **a.kwargs)
     return value

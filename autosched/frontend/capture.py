@@ -10,7 +10,6 @@ as generation does.
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 import torch
@@ -35,6 +34,49 @@ def _rotary_path(ex: ExportedStep, node: torch.fx.Node) -> str:
     return stack[-1][0].removeprefix("lm.") if stack else ""
 
 
+def _rotary_kind(ex: ExportedStep, node: torch.fx.Node) -> str:
+    """The layer type a rotary table was computed for ("" for a module with one table):
+    the prefix of the ``{kind}_inv_freq`` buffer it reads (Gemma 3, OLMo 3)."""
+    g, todo, seen = ex.graph, [node], set()
+    while todo:
+        n = todo.pop()
+        if n in seen:
+            continue
+        seen.add(n)
+        ph = g.placeholder(n)
+        if ph is not None and ph.kind == "buffer" and ph.target.endswith("_inv_freq"):
+            kind = ph.target.rsplit(".", 1)[-1].removesuffix("_inv_freq")
+            if kind not in ("", "original"):
+                return kind
+        todo.extend(n.all_input_nodes)
+    return ""
+
+
+def _token_major(ex: ExportedStep, matches: list, tokens: int, name: str) -> None:
+    """Refuse a step whose rotary or attention kernel would read a value materialised
+    head-major (``[b, heads, tokens, d]``, by a host op or an element-wise kernel) as
+    token-major rows: the same memory only when one token is computed (decode)."""
+    if tokens == 1:
+        return
+    made = {m.out: m for m in matches}
+    for m in matches:
+        if m.family not in ("rope", "attention"):
+            continue
+        for x in m.ins:
+            src = made.get(x)
+            shape = ex.graph.shape(x)
+            if src is not None and src.family not in ("linear", "rope", *_NORM_FAMILIES) \
+                    and len(shape) == 4 and shape[1] > 1 and shape[2] == tokens:
+                raise ModelError(
+                    f"{name}: its {m.family} reads {src.family} op "
+                    f"{src.attrs.get('fn', src.family)} computed per head over {tokens} "
+                    "tokens; steps of one token (decode) are supported, prompts are not "
+                    "yet for this model")
+
+
+_NORM_FAMILIES = ("rmsnorm", "layernorm")
+
+
 def _layer_list(model: torch.nn.Module, layers: int) -> str:
     """Parameter path of the decoder's layer list: the largest ModuleList of ``layers``."""
     best, size = "", -1
@@ -52,20 +94,25 @@ def capture_nodes(cfg: ModelConfig, *, batch: int, tokens: int, length: int,
                   whole: bool = False) -> list[OpNode]:
     """Operator nodes of one step (``tokens`` new tokens, ``length`` positions after it);
     ``whole`` captures every layer instead of two of each kind."""
-    kinds = [int(0 < cfg.window(i) < length) for i in range(cfg.layers)]
+    kinds = [(int(0 < cfg.window(i) < length), cfg.layer_kind(i)) for i in range(cfg.layers)]
     order = list(dict.fromkeys(kinds))
     proto_kinds = [k for k in order for _ in range(2)]
     short = not whole and len(proto_kinds) < cfg.layers
     proto = cfg
-    if short:
-        full = tuple(j for j, k in enumerate(proto_kinds) if k == 0)
-        proto = dataclasses.replace(cfg, layers=len(proto_kinds), full_layers=full)
+    if short:  # the first two layers of each kind, in order of the kinds
+        picks = [i for k in order for i in [j for j, x in enumerate(kinds) if x == k][:2]]
+        if len(picks) == len(proto_kinds):
+            proto = cfg.subset(tuple(picks))
+        else:
+            short = False
     model = build_module(proto, device="meta")
     ex = export_step(model, batch=batch, tokens=tokens, capacity=length)
     matches = find_matches(ex.graph)
+    _token_major(ex, matches, tokens, cfg.name)
     for m in matches:
         if m.family == "rope":
             m.extra["rotary"] = _rotary_path(ex, m.extra["cos"])
+            m.extra["rotary_kind"] = _rotary_kind(ex, m.extra["cos"])
         if m.family == "attention":
             m.dims["l"] = length
     nodes = to_nodes(ex.graph, matches, cfg.dtype)

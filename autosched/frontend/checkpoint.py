@@ -52,9 +52,16 @@ class Weights(abc.ABC):
         """The submodule at ``path`` (e.g. the rotary embedding)."""
 
     def get(self, name: str) -> np.ndarray:
+        """Tensor ``name`` as float32 (its tie, or the name its checkpoint stores it under
+        when ``transformers`` renames it, found too)."""
         t = self.tensor(name)
         if t is None and name in self.ties:
             t = self.tensor(self.ties[name])
+        if t is None:
+            from .renames import stored_names
+
+            t = next((x for alt in stored_names(self.module(""), name)
+                      if (x := self.tensor(alt)) is not None), None)
         if t is None:
             raise ModelError(f"the model has no tensor {name!r}")
         x = t.detach().to(torch.float32).cpu().numpy()

@@ -1,9 +1,10 @@
-"""Model configuration: the shapes and numerics of a Llama-family decoder.
+"""Model configuration: the shapes and numerics of a dense decoder.
 
-:class:`ModelConfig` is autosched's summary of a Hugging Face config (``hf_config`` turns
-one into the other): immutable, hashable, validated on construction. It decides every
-workload of the model; the ``transformers`` module built from it (``module``) is what is
-captured.
+:class:`ModelConfig` is autosched's summary of a Hugging Face config (``hf_config`` reads
+one, with the architecture's row of ``readers``): immutable, hashable, validated on
+construction. The config it was read from is kept inside it (``hf``, canonical JSON), so
+the ``transformers`` module built for capture (``module``) is the one the user's config
+describes; a config made from the summary alone (the built-ins) is a Llama-family one.
 """
 
 from __future__ import annotations
@@ -13,9 +14,12 @@ from typing import Any
 
 from autosched.ir.errors import ModelError
 
+from .readers import READERS
+
 __all__ = ["LIMITS", "MODEL_TYPES", "ModelConfig", "ModelError", "NORMS"]
 
-MODEL_TYPES = ("llama", "mistral", "qwen2")
+MODEL_TYPES = tuple(READERS)
+SUMMARY_TYPES = ("llama", "mistral", "qwen2")  # those a config without ``hf`` can describe
 NORMS = ("rmsnorm", "layernorm")
 # what a real device could hold: beyond these a size is a typo, not a model
 LIMITS = {"hidden": 1 << 17, "intermediate": 1 << 20, "layers": 1 << 10, "heads": 1 << 10,
@@ -35,7 +39,10 @@ class ModelConfig:
     pairs (``()`` for plain RoPE), ``rope_type`` among them, as ``transformers`` spells
     them. ``sliding_window`` (0: none) limits attention to the last that many positions
     in every layer not listed in ``full_layers``. ``arch``: the ``transformers`` class of
-    the module ("" for the family's causal-LM class).
+    the module ("" for the family's causal-LM class). ``hf``: the Hugging Face config the
+    summary was read from, as canonical JSON ("" when made from the summary alone);
+    ``layer_kinds``: per layer, what else sets it apart (see ``readers.layer_kinds``; ()
+    when all layers are alike).
     """
 
     model_type: str
@@ -60,12 +67,15 @@ class ModelConfig:
     sliding_window: int = 0
     full_layers: tuple[int, ...] = ()
     arch: str = ""
+    hf: str = ""
+    layer_kinds: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         n = self.name or self.model_type
-        if self.model_type not in MODEL_TYPES:
+        types = MODEL_TYPES if self.hf else SUMMARY_TYPES
+        if self.model_type not in types:
             raise fail(n, f"model_type {self.model_type!r} is not supported; use one of "
-                          f"{', '.join(MODEL_TYPES)}")
+                          f"{', '.join(types)}")
         for f, top in LIMITS.items():
             v = getattr(self, f)
             if isinstance(v, bool) or not isinstance(v, int) or not 0 < v <= top:
@@ -86,6 +96,12 @@ class ModelConfig:
         if not isinstance(self.sliding_window, int) or self.sliding_window < 0:
             raise fail(n, f"sliding_window must be a non-negative integer, got "
                           f"{self.sliding_window!r}")
+        if not isinstance(self.hf, str):
+            raise fail(n, "hf must be the JSON text of a Hugging Face config")
+        if self.layer_kinds and len(self.layer_kinds) != self.layers:
+            raise fail(n, f"layer_kinds lists {len(self.layer_kinds)} layers, not {self.layers}")
+        if self.hf:  # the rest holds for configs made from the summary alone
+            return
         fixed = {"qwen2": ("attention_bias", True), "mistral": ("attention_bias", False)}
         if self.model_type in fixed and getattr(self, fixed[self.model_type][0]) != \
                 fixed[self.model_type][1]:
@@ -113,6 +129,17 @@ class ModelConfig:
         """Positions layer ``layer`` attends to (0: all of them)."""
         return 0 if layer in self.full_layers else self.sliding_window
 
+    def layer_kind(self, layer: int) -> str:
+        """What sets layer ``layer`` apart besides its window ("" when nothing does)."""
+        return self.layer_kinds[layer] if self.layer_kinds else ""
+
+    def subset(self, layers: tuple[int, ...]) -> ModelConfig:
+        """This model with only the decoder layers ``layers`` (in that order), each keeping
+        its window and kind: what capture builds to see a few layers of each kind."""
+        from .hf_config import subset
+
+        return subset(self, tuple(layers))
+
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
@@ -127,6 +154,7 @@ class ModelConfig:
         d["rope_scaling"] = tuple((k, tuple(v) if isinstance(v, list) else v)
                                   for k, v in d.get("rope_scaling", ()))
         d["full_layers"] = tuple(d.get("full_layers", ()))
+        d["layer_kinds"] = tuple(d.get("layer_kinds", ()))
         return cls(**d)
 
     @classmethod

@@ -37,9 +37,15 @@ def _number_ok(v: object, lo: float, hi: float, closed: bool) -> bool:
 
 
 def check_rope(hf: dict[str, Any], label: str) -> None:
-    """Raise :class:`ModelError` for a rotary parameter that is not a number in range."""
+    """Raise :class:`ModelError` for a rotary parameter that is not a number in range
+    (a config with tables per layer type, Gemma 3's, nests one mapping per type)."""
     for key in ("rope_scaling", "rope_parameters"):
         params = hf.get(key)
+        if isinstance(params, dict) and params and all(isinstance(v, dict)
+                                                       for v in params.values()):
+            for kind, sub in params.items():
+                check_rope({key: sub}, f"{label} ({key}.{shown(kind, 40)[1:-1]})")
+            continue
         if not isinstance(params, dict):
             continue
         for name, v in params.items():

@@ -18,6 +18,7 @@ import torch
 
 from .aten import AtenGraph, Placeholder
 from .config import ModelError
+from .readers import summary_fields
 
 __all__ = ["ExportedStep", "export_step"]
 
@@ -32,8 +33,8 @@ class _Step(torch.nn.Module):
         self.lm = lm
         c = lm.config
         self.cache = StaticCache(config=c, max_cache_len=capacity)
-        head_dim = getattr(c, "head_dim", None) or c.hidden_size // c.num_attention_heads
-        self.cache.early_initialization(batch, c.num_key_value_heads, head_dim, lm.dtype,
+        f = summary_fields(c)  # key/value heads and head dim under any config's names
+        self.cache.early_initialization(batch, f["kv_heads"], f["head_dim"], lm.dtype,
                                         lm.device)
         for layer in self.cache.layers:
             if hasattr(layer, "cumulative_length_int"):
@@ -64,6 +65,24 @@ def _module_paths(graph: torch.fx.Graph) -> dict[str, str]:
     return out
 
 
+def _one(i: object) -> bool:
+    return isinstance(i, list) and len(i) == 1 and isinstance(i[0], int) and \
+        not isinstance(i[0], bool)
+
+
+class _ListIndexAsSlice(torch.overrides.TorchFunctionMode):
+    """``x[..., [i], :]`` traced as the equal slice ``x[..., i:i+1, :]``: on the meta
+    device the index list's values would be lost (Falcon picks its key and value heads
+    so)."""
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):  # noqa: ANN001
+        if func is torch.Tensor.__getitem__ and isinstance(args[1], tuple) and \
+                any(_one(i) for i in args[1]):
+            args = (args[0], tuple(slice(i[0], i[0] + 1 or None) if _one(i) else i
+                                   for i in args[1]))
+        return func(*args, **(kwargs or {}))
+
+
 def export_step(lm: torch.nn.Module, *, batch: int, tokens: int, capacity: int) -> ExportedStep:
     """Export the step of ``lm`` (on meta) writing ``tokens`` new tokens per sequence into a
     cache of ``capacity`` positions, the last of them the step's last token."""
@@ -75,7 +94,7 @@ def export_step(lm: torch.nn.Module, *, batch: int, tokens: int, capacity: int) 
     ids = torch.zeros((batch, tokens), dtype=torch.long, device="meta")
     positions = torch.arange(past, capacity, device="meta")
     try:
-        with torch.no_grad(), warnings.catch_warnings():
+        with torch.no_grad(), warnings.catch_warnings(), _ListIndexAsSlice():
             warnings.simplefilter("ignore")  # transformers' rotary modules set attributes
             ep = torch.export.export(step, (ids, positions), strict=False)
     except (RuntimeError, TypeError, ValueError, AssertionError) as e:

@@ -2,10 +2,16 @@
 
 The operator's workload names the op (attr ``fn``: op name and a digest of everything
 that decides its result: the op, its constant arguments, the views between its inputs'
-producers and it), the shapes it reads and its cost; ``sim.host_ops`` runs it through the
-callable registered under ``fn`` (torch, on float32 values), so the functional simulator
-executes exactly what the module computes. Ops reading position-dependent values other
-than through a recognised operator are refused.
+producers and it, the static values it reads), the shapes it reads and its cost;
+``sim.host_ops`` runs it through the callable registered under ``fn`` (torch, on float32
+values), so the functional simulator executes exactly what the module computes.
+
+A static input (one that does not depend on the tokens) is recomputed inside the
+callable from what it is made of: parameters (``1 + w``), module buffers (Gemma's
+embedding scale, rotary frequencies) and the step's positions (rotary tables, masks);
+each becomes a constant of the operator (:data:`POSITIONS`, ``buffer:`` + name, or the
+parameter's name). A static value read from anything else (the KV cache, a lifted
+constant) is refused. One output of a multi-output op (``split``) is its own operator.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
+from autosched.families.pointwise.families import BUFFER, POSITIONS
 from sim.host_ops import register_extern
 
 from .aten import AtenGraph, opname, replay_aliases
@@ -27,6 +34,7 @@ __all__ = ["host_match"]
 
 Node = torch.fx.Node
 _MATMULS = ("mm", "bmm", "matmul", "baddbmm", "addmm")
+_CASTS = ("to", "_to_copy", "type_as")
 
 
 def _describe(x: object, g: AtenGraph) -> str:
@@ -38,24 +46,80 @@ def _describe(x: object, g: AtenGraph) -> str:
     return repr(x)
 
 
-def _callable(g: AtenGraph, node: Node, tensors: list[Node]) -> Callable[..., np.ndarray]:
+def _leaf_name(g: AtenGraph, node: Node) -> str | None:
+    ph = g.placeholder(node)
+    if ph is None:
+        return None
+    return {"param": ph.target, "buffer": BUFFER + ph.target,
+            "positions": POSITIONS}.get(ph.kind)
+
+
+def _static_plan(g: AtenGraph, x: Node, where: str) -> tuple[list[Node], list[Node]]:
+    """(the ops computing static ``x``, in graph order; the placeholders they read)."""
+    ops: set[Node] = set()
+    leaves: set[Node] = set()
+    todo = [x]
+    while todo:
+        n = todo.pop()
+        if n in ops or n in leaves:
+            continue
+        if n.op == "placeholder":
+            if _leaf_name(g, n) is None:
+                raise ModelError(f"an op (module {where or '<root>'!r}) reads a value computed "
+                                 f"from {n.name}, which autosched cannot recompute on the host")
+            leaves.add(n)
+            continue
+        ops.add(n)
+        todo.extend(n.all_input_nodes)
+    order = {n: i for i, n in enumerate(g.graph.nodes)}
+    return sorted(ops, key=order.get), sorted(leaves, key=order.get)
+
+
+def _sub(x: object, env: dict) -> object:
+    if isinstance(x, Node):
+        return env[x]
+    if isinstance(x, list | tuple):
+        return type(x)(_sub(v, env) for v in x)
+    if isinstance(x, torch.device):
+        return torch.device("cpu")
+    return x
+
+
+def _replay(ops: list[Node], env: dict) -> None:
+    """Run the static ``ops`` on the values of ``env`` (float values stay float32)."""
+    for n in ops:
+        args = _sub(n.args, env)
+        kwargs = {k: _sub(v, env) for k, v in n.kwargs.items()}
+        if opname(n) in _CASTS and args[0].is_floating_point() and \
+                n.meta["val"].dtype.is_floating_point:
+            env[n] = args[0]
+            continue
+        if "device" in kwargs:
+            kwargs["device"] = torch.device("cpu")
+        env[n] = n.target(*args, **kwargs)
+
+
+def _callable(g: AtenGraph, node: Node, tensors: list[Node], leaves: list[Node],
+              ops: list[Node], target: Node) -> Callable[..., np.ndarray]:
     roots = [g.root(t) for t in tensors]
 
     def run(*arrays: np.ndarray) -> np.ndarray:
-        vals = {}
-        for t, r, a in zip(tensors, roots, arrays, strict=True):
+        env: dict = {}
+        acts, consts = arrays[:len(tensors)], arrays[len(tensors):]
+        for leaf, a in zip(leaves, consts, strict=True):
+            want = leaf.meta["val"]
+            dt = torch.float32 if want.dtype.is_floating_point else want.dtype
+            env[leaf] = torch.from_numpy(np.asarray(a, np.float32).reshape(
+                AtenGraph.shape(leaf))).to(dt)
+        _replay(ops, env)
+        for t, r, a in zip(tensors, roots, acts, strict=True):
             base = torch.from_numpy(np.asarray(a, np.float32).reshape(AtenGraph.shape(r)))
-            vals[t] = replay_aliases(g.chain(t), base)
-
-        def sub(x: object) -> object:
-            if isinstance(x, Node):
-                return vals[x]
-            if isinstance(x, list | tuple):
-                return type(x)(sub(v) for v in x)
-            return x
-
+            env[t] = replay_aliases(g.chain(t), base)
         with torch.no_grad():
-            out = node.target(*sub(node.args), **{k: sub(v) for k, v in node.kwargs.items()})
+            out = target.target(*_sub(target.args, env),
+                                **{k: _sub(v, env) for k, v in target.kwargs.items()})
+        if target is not node:  # one output of a multi-output op
+            out = out[node.args[1]]
         return out.float().numpy().reshape(-1)
 
     return run
@@ -76,25 +140,42 @@ def host_match(g: AtenGraph, node: Node) -> Match:
     if not isinstance(val, torch.Tensor) or val.numel() == 0:
         raise ModelError(f"op {node.target} (module {where or '<root>'!r}) produces no "
                          "tensor autosched can hold; it cannot run on the host")
-    args = _flat([*node.args, *node.kwargs.values()])
+    target = node
+    src = node.args[0] if opname(node) == "getitem" else None
+    if isinstance(src, Node) and not isinstance(src.meta.get("val"), torch.Tensor):
+        target = src  # an output of a multi-output op: run the op, keep that output
+    args = _flat([*target.args, *target.kwargs.values()])
     acts = [a for a in args if a in g.active]
     params = [a for a in args if a not in g.active and g.param(a) is not None]
-    other = [a for a in args if a not in g.active and g.param(a) is None]
-    if other:
-        raise ModelError(f"op {node.target} (module {where or '<root>'!r}) reads a "
-                         "position-dependent value outside any recognised operator")
+    static = [a for a in args if a not in g.active and g.param(a) is None]
+    ops: list[Node] = []
+    leaves: list[Node] = list(dict.fromkeys(g.root(p) for p in params))
+    for s in static:
+        more_ops, more_leaves = _static_plan(g, s, where)
+        ops += [n for n in more_ops if n not in ops]
+        leaves += [n for n in more_leaves if n not in leaves]
+    for p in params:  # parameters through their aliases
+        ops += [a for a in g.chain(p) if a not in ops]
+    order = {n: i for i, n in enumerate(g.graph.nodes)}
+    ops.sort(key=order.get)
     shape = AtenGraph.shape(node)
     n = shape[-1] if shape else 1
     m = max(math.prod(shape) // max(n, 1), 1)
-    desc = f"{node.target}|{_describe(list(node.args), g)}|{sorted(node.kwargs.items())}"
-    key = f"{opname(node)}-{hashlib.sha256(desc.encode()).hexdigest()[:10]}"
-    register_extern(key, _callable(g, node, [*acts, *params]))
-    ins = ",".join("x".join(map(str, AtenGraph.shape(g.root(a)))) for a in acts)
-    pshapes = ",".join("x".join(map(str, AtenGraph.shape(g.root(p)))) for p in params)
+    # the structure only: which parameter a constant is, is bound by name at run time
+    plan = ";".join(f"{opname(o)}{_describe(list(o.args), g)}{sorted(o.kwargs.items())}"
+                    for o in ops) + "|" + ",".join(
+        f"{g.placeholder(x).kind}{AtenGraph.shape(x)}" for x in leaves)
+    pick = f"[{node.args[1]}]" if target is not node else ""
+    desc = (f"{target.target}{pick}|{_describe(list(target.args), g)}|"
+            f"{sorted(target.kwargs.items())}|{plan}")
+    key = f"{opname(target)}-{hashlib.sha256(desc.encode()).hexdigest()[:10]}"
+    register_extern(key, _callable(g, node, acts, leaves, ops, target))
+    ins = ",".join(("x".join(map(str, AtenGraph.shape(g.root(a)))) or "1") for a in acts)
+    pshapes = ",".join(("x".join(map(str, AtenGraph.shape(p))) or "1") for p in leaves)
     flops = m * n
-    if opname(node) in _MATMULS:
+    if opname(target) in _MATMULS:
         flops = 2 * m * n * AtenGraph.shape(g.root(acts[0]))[-1] if acts else flops
     attrs = {"fn": key, "ins": ins, "params": pshapes, "flops": flops}
     return Match("extern", node, [g.root(a) for a in acts], dict(m=m, n=n), attrs,
-                 {f"p{i}": g.param(p) for i, p in enumerate(params)}, {node},
-                 extra={"op": str(node.target), "where": where})
+                 {f"p{i}": _leaf_name(g, p) for i, p in enumerate(leaves)}, {node},
+                 extra={"op": str(target.target), "where": where})

@@ -9,6 +9,7 @@ the ``transformers`` config object of a :class:`ModelConfig`.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -16,22 +17,36 @@ from sim.files import load_json, shown
 
 from .config import LIMITS, MODEL_TYPES, ModelConfig, ModelError, fail
 from .config_numbers import check_rope
+from .readers import READERS, layer_kinds, summary_fields
 
-__all__ = ["MAX_CONFIG_BYTES", "load_config_json", "parse", "to_hf"]
+__all__ = ["MAX_CONFIG_BYTES", "load_config_json", "parse", "subset", "to_hf"]
 
 MAX_CONFIG_BYTES = 1 << 20
 _DTYPES = {"float16": "fp16", "fp16": "fp16", "half": "fp16", "bfloat16": "bf16",
            "bf16": "bf16", "float32": "fp16", "fp32": "fp16", "float": "fp16"}
-_INTS = {"hidden_size": "hidden", "intermediate_size": "intermediate",
-         "num_hidden_layers": "layers", "num_attention_heads": "heads",
-         "num_key_value_heads": "kv_heads", "head_dim": "head_dim", "vocab_size": "vocab",
-         "max_position_embeddings": "max_positions", "sliding_window": "max_positions",
-         "max_window_layers": "layers"}
-_REQUIRED = ("hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
-             "vocab_size")
-_BOOLS = ("tie_word_embeddings", "attention_bias", "mlp_bias", "use_sliding_window")
-_FLOATS = {"rms_norm_eps": (0.0, 1.0), "rope_theta": (0.0, 1e12)}
-_STRS = ("hidden_act", "torch_dtype", "dtype", "_name_or_path")
+_INTS = {"hidden_size": "hidden", "n_embd": "hidden", "d_model": "hidden",
+         "intermediate_size": "intermediate", "ffn_hidden_size": "intermediate",
+         "n_inner": "intermediate", "num_hidden_layers": "layers", "n_layer": "layers",
+         "num_attention_heads": "heads", "n_head": "heads", "num_key_value_heads": "kv_heads",
+         "num_kv_heads": "kv_heads", "head_dim": "head_dim", "vocab_size": "vocab",
+         "max_position_embeddings": "max_positions", "n_positions": "max_positions",
+         "sliding_window": "max_positions", "max_window_layers": "layers",
+         "no_rope_layer_interval": "layers", "sliding_window_pattern": "layers"}
+_BOOLS = ("tie_word_embeddings", "attention_bias", "mlp_bias", "use_sliding_window",
+          "multi_query", "new_decoder_architecture", "parallel_attn", "bias", "use_bias",
+          "use_parallel_residual", "use_qk_norm", "qk_layernorm", "use_qkv_bias", "alibi")
+_EPS = (0.0, 1.0)
+_SCALE = (0.0, 1e6)
+_FLOATS = {"rms_norm_eps": _EPS, "layer_norm_eps": _EPS, "layer_norm_epsilon": _EPS,
+           "norm_epsilon": _EPS, "norm_eps": _EPS, "rope_theta": (0.0, 1e12),
+           "rope_local_base_freq": (0.0, 1e12), "partial_rotary_factor": (0.0, 1.0),
+           "rotary_pct": (0.0, 1.0), "attn_logit_softcapping": _SCALE,
+           "final_logit_softcapping": _SCALE, "embedding_multiplier": _SCALE,
+           "residual_multiplier": _SCALE, "attention_multiplier": _SCALE,
+           "logits_scaling": _SCALE, "logit_scale": _SCALE,
+           "query_pre_attn_scalar": _SCALE}
+_STRS = ("hidden_act", "hidden_activation", "activation", "torch_dtype", "dtype",
+         "_name_or_path")
 
 
 def load_config_json(path: Path) -> dict[str, Any]:
@@ -46,7 +61,7 @@ def load_config_json(path: Path) -> dict[str, Any]:
 
 def _check_types(hf: dict[str, Any], label: str) -> None:
     for key, lim in _INTS.items():
-        v, lo = hf.get(key), 0 if key == "max_window_layers" else 1
+        v, lo = hf.get(key), 0 if key in ("max_window_layers", "no_rope_layer_interval") else 1
         if v is None:
             continue
         if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= LIMITS[lim]:
@@ -66,11 +81,11 @@ def _check_types(hf: dict[str, Any], label: str) -> None:
         if hf.get(key) is not None and not isinstance(hf[key], dict):
             raise fail(label, f"{key} must be an object or null, got {hf[key]!r}")
     check_rope(hf, label)
-    missing = [k for k in _REQUIRED if hf.get(k) is None]
+    missing = [k for k in READERS[hf["model_type"]].required if hf.get(k) is None]
     if missing:
         raise fail(label, f"missing required key(s) {', '.join(missing)}")
     lt = hf.get("layer_types")
-    if lt is not None and (not isinstance(lt, list) or len(lt) != hf["num_hidden_layers"]
+    if lt is not None and (not isinstance(lt, list) or len(lt) != hf.get("num_hidden_layers")
                            or not all(isinstance(t, str) for t in lt)):
         raise fail(label, "layer_types must list one string per hidden layer")
 
@@ -104,8 +119,6 @@ def _hf_object(hf: dict[str, Any], label: str) -> Any:
 
 def _windows(c: Any) -> tuple[int, tuple[int, ...]]:
     """(sliding window or 0, layers exempt from it) as ``transformers`` reads the config."""
-    if c.model_type == "llama":
-        return 0, ()
     window = getattr(c, "sliding_window", None) or 0
     types = getattr(c, "layer_types", None)
     if not window or types is None:
@@ -114,12 +127,35 @@ def _windows(c: Any) -> tuple[int, tuple[int, ...]]:
     return (0, ()) if len(full) == len(types) else (window, full)
 
 
+def _rope(c: Any, label: str) -> tuple[float, tuple[tuple[str, Any], ...]]:
+    """(rope_theta, the scaling parameters) of the config; per-layer-type parameters
+    (Gemma 3) are read from the full-attention layers' entry."""
+    from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
+
+    rope = dict(getattr(c, "rope_parameters", None) or {})
+    if rope and all(isinstance(v, dict) for v in rope.values()):
+        rope = dict(rope.get("full_attention") or next(iter(rope.values())))
+    theta = float(rope.pop("rope_theta", getattr(c, "rope_theta", None) or 10000.0))
+    rope.pop("partial_rotary_factor", None)  # the rotary module's own business
+    rtype = rope.get("rope_type", rope.get("type", "default"))
+    if rtype != "default" and rtype not in ROPE_INIT_FUNCTIONS:
+        raise fail(label, f"rope_type {rtype!r} is unknown to transformers (known: "
+                          f"default, {', '.join(sorted(ROPE_INIT_FUNCTIONS))})")
+    return theta, () if rtype == "default" else tuple(sorted(
+        (k, tuple(v) if isinstance(v, list) else v) for k, v in rope.items()))
+
+
+def _canonical(hf: dict[str, Any]) -> str:
+    return json.dumps(hf, sort_keys=True, default=str)
+
+
 def parse(src: Any, *, name: str | None = None, dtype: str | None = None) -> ModelConfig:
     """``ModelConfig`` of a config.json (file, folder holding one, dict or config object).
 
     ``dtype`` overrides the config's ``torch_dtype``; float32 checkpoints run in float16
     (the device computes in 16 bits). Raises :class:`ModelError` naming the field for
-    anything mistyped, out of range or that ``transformers`` itself cannot run.
+    anything mistyped, out of range or that ``transformers`` itself cannot run. The
+    config itself, as ``transformers`` reads it, is kept in the result (``hf``).
     """
     hf, default_name = _source(src)
     label = name or hf.get("_name_or_path") or default_name or str(hf.get("model_type"))
@@ -133,39 +169,31 @@ def parse(src: Any, *, name: str | None = None, dtype: str | None = None) -> Mod
                           f"({hf['num_attention_heads']}) x an integer head_dim; give head_dim")
     c = _hf_object(hf, label)
     from transformers.activations import ACT2FN
-    from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
 
-    rope = dict(c.rope_parameters or {})
-    theta = float(rope.pop("rope_theta", 10000.0))
-    rtype = rope.get("rope_type", rope.get("type", "default"))
-    if rtype != "default" and rtype not in ROPE_INIT_FUNCTIONS:
-        raise fail(label, f"rope_type {rtype!r} is unknown to transformers (known: "
-                          f"default, {', '.join(sorted(ROPE_INIT_FUNCTIONS))})")
-    if c.hidden_act not in ACT2FN:
-        raise fail(label, f"hidden_act {c.hidden_act!r} is unknown to transformers")
+    f = summary_fields(c)
+    theta, scaling = _rope(c, label)
+    if f["act"] not in ACT2FN:
+        raise fail(label, f"hidden_act {f['act']!r} is unknown to transformers")
     raw_dtype = dtype or hf.get("torch_dtype") or hf.get("dtype") or "float16"
     if raw_dtype not in _DTYPES:
         raise fail(label, f"torch_dtype {raw_dtype!r} is not supported; use float16, "
                           "bfloat16 or float32 (pass dtype='fp16' to override)")
     window, full = _windows(c)
-    scaling = () if rtype == "default" else tuple(sorted(
-        (k, tuple(v) if isinstance(v, list) else v) for k, v in rope.items()))
     return ModelConfig(
-        model_type=mt, hidden=c.hidden_size, intermediate=c.intermediate_size,
-        layers=c.num_hidden_layers, heads=c.num_attention_heads,
-        kv_heads=c.num_key_value_heads or c.num_attention_heads,
-        head_dim=getattr(c, "head_dim", None) or c.hidden_size // c.num_attention_heads,
-        vocab=c.vocab_size, rms_eps=float(c.rms_norm_eps), rope_theta=theta,
-        max_positions=c.max_position_embeddings,
-        tie_embeddings=bool(c.tie_word_embeddings),
-        attention_bias=True if mt == "qwen2" else bool(getattr(c, "attention_bias", False)),
-        dtype=_DTYPES[raw_dtype], name=label, mlp_bias=bool(getattr(c, "mlp_bias", False)),
-        hidden_act=c.hidden_act, rope_scaling=scaling, sliding_window=window,
-        full_layers=full)
+        model_type=mt, hidden=f["hidden"], intermediate=f["intermediate"],
+        layers=f["layers"], heads=f["heads"], kv_heads=f["kv_heads"],
+        head_dim=f["head_dim"], vocab=f["vocab"],
+        rms_eps=float(f["eps"] if f["eps"] is not None else 1e-5), rope_theta=theta,
+        max_positions=f["max_positions"] or 2048,
+        tie_embeddings=bool(getattr(c, "tie_word_embeddings", False)),
+        attention_bias=bool(f["attention_bias"]), dtype=_DTYPES[raw_dtype], name=label,
+        norm=f["norm"], mlp_bias=bool(f["mlp_bias"]), hidden_act=f["act"],
+        rope_scaling=scaling, sliding_window=window, full_layers=full,
+        hf=_canonical(c.to_dict()), layer_kinds=layer_kinds(c))
 
 
-def to_hf(cfg: ModelConfig) -> Any:
-    """The ``transformers`` config object that :func:`parse` reads back as ``cfg``."""
+def _summary_hf(cfg: ModelConfig) -> dict[str, Any]:
+    """The Llama-family config.json a summary-only :class:`ModelConfig` describes."""
     d: dict[str, Any] = {
         "model_type": cfg.model_type, "hidden_size": cfg.hidden,
         "intermediate_size": cfg.intermediate, "num_hidden_layers": cfg.layers,
@@ -188,4 +216,42 @@ def to_hf(cfg: ModelConfig) -> Any:
                  sliding_window=cfg.sliding_window or None, max_window_layers=cfg.layers,
                  layer_types=["full_attention" if cfg.window(i) == 0 else "sliding_attention"
                               for i in range(cfg.layers)])
-    return _hf_object(d, cfg.name or cfg.model_type)
+    return d
+
+
+def to_hf(cfg: ModelConfig) -> Any:
+    """The ``transformers`` config object of ``cfg``: the one it was read from (``hf``),
+    else the Llama-family config its summary describes (which :func:`parse` reads back
+    as ``cfg``)."""
+    d = json.loads(cfg.hf) if cfg.hf else _summary_hf(cfg)
+    c = _hf_object(d, cfg.name or cfg.model_type)
+    if summary_fields(c)["layers"] != cfg.layers:
+        raise ModelError(f"model config {cfg.name!r}: its Hugging Face config has "
+                         f"{summary_fields(c)['layers']} layers, the summary {cfg.layers}; "
+                         "take fewer layers with ModelConfig.subset")
+    return c
+
+
+_PER_LAYER = ("layer_types", "no_rope_layers")
+
+
+def subset(cfg: ModelConfig, layers: tuple[int, ...]) -> ModelConfig:
+    """``cfg`` with only the decoder layers ``layers`` (see :meth:`ModelConfig.subset`)."""
+    import dataclasses
+
+    if not layers or any(not 0 <= i < cfg.layers for i in layers):
+        raise fail(cfg.name, f"layers {layers} are not among 0..{cfg.layers - 1}")
+    full = tuple(j for j, i in enumerate(layers) if i in cfg.full_layers)
+    kinds = tuple(cfg.layer_kinds[i] for i in layers) if cfg.layer_kinds else ()
+    if not cfg.hf:
+        return dataclasses.replace(cfg, layers=len(layers), full_layers=full,
+                                   layer_kinds=kinds)
+    c = to_hf(cfg)
+    d = c.to_dict()
+    for key in _PER_LAYER:
+        if isinstance(d.get(key), list):
+            d[key] = [d[key][i] for i in layers]
+    name = next(k for k in ("num_hidden_layers", "n_layer", "num_layers") if k in d)
+    d[name] = len(layers)
+    return dataclasses.replace(cfg, layers=len(layers), full_layers=full, layer_kinds=kinds,
+                               hf=_canonical(d))

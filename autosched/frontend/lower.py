@@ -27,6 +27,8 @@ def _claim_writes(g: AtenGraph, node: Node, attn: list[Match]) -> bool:
     """A leftover write of new keys or values into a cache joins its attention."""
     seen: set[Node] = set()
     vals = new_values(g, node, seen)
+    if vals == [node]:  # not a write: the value itself
+        return False
     for a in attn:
         if vals and all(v in a.ins[1:] for v in vals):
             a.nodes |= seen | {node}
@@ -45,7 +47,7 @@ def _merge_ropes(g: AtenGraph, matches: list[Match], order: dict[Node, int]) -> 
             continue
         rows = a.dims["b"] * a.dims["q"]
         d = rq.dims["d"]
-        heads = (rq.dims["m"] + rk.dims["m"]) // rows
+        heads = rq.dims["h"] + rk.dims["h"]
         later = max(rq, rk, key=lambda m: order[m.out])
         merged = Match("rope", later.out, [rq.ins[0], rk.ins[0]], dict(m=rows, h=heads, d=d),
                        nodes=rq.nodes | rk.nodes,
@@ -57,6 +59,17 @@ def _merge_ropes(g: AtenGraph, matches: list[Match], order: dict[Node, int]) -> 
     out = [m for m in matches if id(m) not in drop]
     out.sort(key=lambda m: order[m.out])
     return out
+
+
+def _empty(node: Node) -> bool:
+    """A tensor without elements (the pass-through half of a full rotary): nothing to run."""
+    val = node.meta.get("val")
+    return isinstance(val, torch.Tensor) and val.numel() == 0
+
+
+def _several(node: Node) -> bool:
+    """An op of several outputs (``split``, ``chunk``): each output read runs it."""
+    return isinstance(node.meta.get("val"), list | tuple)
 
 
 def find_matches(g: AtenGraph) -> list[Match]:
@@ -75,7 +88,7 @@ def find_matches(g: AtenGraph) -> list[Match]:
     attn = [m for m in matches if m.family == "attention"]
     for node in nodes:
         if node in claimed or node not in g.active or g.is_alias(node) or not g.users[node] \
-                and opname(node) == "getitem":
+                and opname(node) == "getitem" or _empty(node) or _several(node):
             continue
         if _claim_writes(g, node, attn):
             claimed.add(node)

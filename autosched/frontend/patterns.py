@@ -121,6 +121,8 @@ def argmax(g: AtenGraph, node: Node) -> Match | None:
 
 def elementwise(g: AtenGraph, node: Node) -> Match | None:
     name, args = opname(node), node.args
+    if name not in ("silu", "add", "mul"):
+        return None
     m, n = _rows(node)
     dims = dict(m=m, n=n)
     if name == "silu":
@@ -188,8 +190,8 @@ def _affine_tail(g: AtenGraph, node: Node, claimed: set[Node]) -> tuple[Node, di
 def norm(g: AtenGraph, node: Node) -> Match | None:
     """Anchored at ``rsqrt``, ``rms_norm`` or ``layer_norm`` (the result may be later)."""
     name = opname(node)
-    m, n = _rows(node)
     if name in ("rms_norm", "layer_norm", "native_layer_norm"):
+        m, n = _rows(node if name != "native_layer_norm" else node.args[0])
         x, _, w, b, eps = (_args(node, "input", "normalized_shape", "weight", "bias", "eps")
                            if name != "rms_norm" else
                            [*_args(node, "input", "normalized_shape", "weight"), None,
@@ -273,8 +275,13 @@ def rope(g: AtenGraph, node: Node) -> Match | None:
             cat = g.root(r)
             neg = g.root(cat.args[0][0])
             claimed = {node, p1, p2, cat, neg, g.root(neg.args[0]), g.root(cat.args[0][1])}
-            d = g.shape(x)[-1]
-            return Match("rope", node, [g.root(x)], dict(m=_numel(x) // d, h=1, d=d),
+            shape = g.shape(x)  # [b, heads, s, d] or [b, s, heads, d]: rows of b * s
+            d = shape[-1]  # tokens, ``heads`` each; the tables broadcast over the heads
+            tab = g.shape(cos) if len(g.shape(cos)) == len(shape) else ()
+            heads = next((shape[i] for i in (1, 2) if len(shape) == 4 and tab
+                          and tab[i] == 1), 1)
+            return Match("rope", node, [g.root(x)], dict(m=_numel(x) // (d * heads), h=heads,
+                                                         d=d),
                          nodes=claimed, extra={"cos": cos, "sin": sin, "x": x})
     return None
 
@@ -302,8 +309,9 @@ def new_values(g: AtenGraph, node: object, seen: set[Node]) -> list[Node]:
         seen.add(node)
         return [*new_values(g, node.args[_WRITES[name]], seen),
                 *new_values(g, node.args[0], seen)]
-    if name == "cat":
-        seen.add(node)
+    if name == "cat" and (node.args[1] if len(node.args) > 1 else 0) % len(g.shape(node)) \
+            == len(g.shape(node)) - 2:
+        seen.add(node)  # positions appended to a cache (not halves of a head joined)
         return [v for a in node.args[0] for v in new_values(g, a, seen)]
     return [node]
 
@@ -362,6 +370,10 @@ def attention(g: AtenGraph, node: Node) -> Match | None:
     if opname(s) == "add" and g.is_static(s.args[1]):
         claimed.add(s)
         s, mask = g.root(s.args[0]), s.args[1]
+    cap = _softcap(g, s)
+    if cap is not None:
+        claimed |= {s, g.root(s.args[0]), g.root(g.root(s.args[0]).args[0])}
+        s = g.root(g.root(g.root(s.args[0]).args[0]).args[0])
     scale = 1.0
     if opname(s) in ("mul", "div") and _scalar(s.args[1]) is not None:
         claimed.add(s)
@@ -373,7 +385,27 @@ def attention(g: AtenGraph, node: Node) -> Match | None:
     kt = s.args[1]
     if not isinstance(kt, Node) or opname(kt) != "transpose":
         return None
-    return _attention(g, node, s.args[0], kt.args[0], node.args[1], scale, claimed, mask)
+    m = _attention(g, node, s.args[0], kt.args[0], node.args[1], scale, claimed, mask)
+    if m is not None and cap is not None:
+        m.attrs["softcap"] = cap
+    return m
+
+
+def _softcap(g: AtenGraph, s: Node) -> float | None:
+    """``c`` when ``s`` is ``tanh(x / c) * c`` (logit soft-capping), else None."""
+    if opname(s) != "mul" or _scalar(s.args[1]) is None:
+        return None
+    t = g.root(s.args[0])
+    if opname(t) != "tanh":
+        return None
+    d = g.root(t.args[0])
+    cap = _scalar(s.args[1])
+    if opname(d) == "div" and _scalar(d.args[1]) == cap:
+        return cap
+    if opname(d) == "mul" and _scalar(d.args[1]) is not None and \
+            math.isclose(_scalar(d.args[1]) * cap, 1.0, rel_tol=1e-6):
+        return cap
+    return None
 
 
 # each tried over the whole graph, from its end backwards, in this order: a recogniser

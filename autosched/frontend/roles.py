@@ -1,14 +1,21 @@
 """Matches -> operator nodes: workloads, inputs, and each node's role and decoder layer,
 found from the structure around every attention, not from module names.
 
-Layer ``i`` is the ``i``-th attention. From it: the rotary operator's inputs are
-``q_proj`` and ``k_proj``, the value producer ``v_proj``, the norm feeding ``q_proj``
-``attn_norm``; the linear reading the attention ``o_proj``, the add after it
-``attn_residual``, the norm reading that ``ffn_norm``; of the linears reading
-``ffn_norm`` the one whose result goes through an activation is ``ffn_gate``
-(activation ``ffn_silu``, or ``ffn_act`` for any other), the other ``ffn_up``; their
-product ``ffn_mul``, the linear reading it ``ffn_down``, the add after it
-``ffn_residual``. Outside the layers: ``embed``, ``final_norm``, ``lm_head``, ``argmax``.
+Layer ``i`` is the ``i``-th attention. From it: the linears its q, k and v are computed
+from are ``q_proj``, ``k_proj``, ``v_proj`` (through views, slices and rotary; one linear
+for all three is ``qkv_packed``), a norm right before the rotary ``q_norm``/``k_norm``,
+the norm feeding the projections (through a scale such as Gemma's ``1 + w``)
+``attn_norm``; the linear reading the attention ``o_proj``, a norm after it
+``attn_post_norm``, the residual add ``attn_residual``, the norm reading that
+``ffn_norm`` (or, when attention and MLP read one input, the other norm of that input;
+or ``attn_norm`` itself for a parallel block). Of the linears reading ``ffn_norm``, one
+followed by an activation (``ffn_silu``, or ``ffn_act`` for any other) then a product is
+``ffn_gate`` (the product ``ffn_mul``, the other linear ``ffn_up``); one followed by an
+activation alone is ``ffn_up`` (``fc1``); the linear after them ``ffn_down``, a norm
+after it ``ffn_post_norm``, the add ``ffn_residual``. Outside the layers: ``embed``,
+``final_norm``, ``lm_head``, ``argmax``, and ``logits`` for what the argmax reads when it
+is computed after the LM head (scaled, soft-capped). A rotary operator of one tensor is
+``rotary``. A structure that does not fit leaves its nodes unnamed (role: the op).
 Nodes are named ``l{layer}.{role}`` (or the role), ``#2``... when a name repeats.
 """
 
@@ -29,6 +36,10 @@ GEMV_MAX_M = 8
 _NORMS = ("rmsnorm", "layernorm")
 
 
+_PASS = ("mul", "add", "sub", "div", "getitem", "slice", "split", "split_with_sizes",
+         "chunk", "cat", "select", "neg", "pow", "mean", "rsqrt", "unbind", "stack")
+
+
 class _Walk:
     def __init__(self, matches: list[Match], inputs: list[list[int]]) -> None:
         self.m, self.inputs = matches, inputs
@@ -43,6 +54,10 @@ class _Walk:
     def fam(self, i: int) -> str:
         return self.m[i].family
 
+    def fn(self, i: int) -> str:
+        """The element-wise function or host op name of ``i`` ("" for other families)."""
+        return str(self.m[i].attrs.get("fn", "")).split("-")[0]
+
     def set(self, i: int | None, role: str, layer: int | None) -> None:
         if i is not None and i not in self.role:
             self.role[i] = role
@@ -56,7 +71,53 @@ class _Walk:
         return found[0] if len(found) == 1 else None
 
     def add_of(self, i: int | None) -> int | None:
-        return self.one(i, lambda u: self.m[u].attrs.get("fn") == "add")
+        return self.one(i, lambda u: self.fn(u) == "add")
+
+    def is_act(self, i: int) -> bool:
+        """An activation: element-wise or host, one input, not arithmetic or a view."""
+        return self.fam(i) in ("elementwise", "extern") and len(self.inputs[i]) == 1 and \
+            self.fn(i) not in _PASS
+
+    def scaled(self, i: int) -> int:
+        """``i`` followed through ops of one input (a constant scale, ``x * (1 + w)``)."""
+        while len(self.users[i]) == 1 and self.fam(self.users[i][0]) == "extern" and \
+                len(self.inputs[self.users[i][0]]) == 1:
+            i = self.users[i][0]
+        return i
+
+    def norm_before(self, i: int) -> int | None:
+        """The norm whose (scaled) result ``i`` reads, else None."""
+        j = self.inputs[i][0] if self.inputs[i] else None
+        while j is not None and self.fam(j) == "extern" and len(self.inputs[j]) == 1:
+            j = self.inputs[j][0]
+        return j if j is not None and self.fam(j) in _NORMS else None
+
+    def linear_of(self, i: int | None) -> int | None:
+        """The one linear that ``i`` is computed from (through views, slices, rotary),
+        else None."""
+        seen, todo, found = set(), [i] if i is not None else [], set()
+        while todo:
+            j = todo.pop()
+            if j in seen:
+                continue
+            seen.add(j)
+            if self.fam(j) == "linear":
+                found.add(j)
+            elif self.fam(j) in ("extern", "elementwise", "rope", *_NORMS):
+                todo.extend(self.inputs[j])
+        return found.pop() if len(found) == 1 else None
+
+    def after(self, lin: int | None, i: int, what: str) -> int | None:
+        """The residual add reached from ``lin`` (``o_proj``/``ffn_down``), naming a
+        post-norm on the way ``{what}_post_norm``."""
+        if lin is None:
+            return None
+        j = self.scaled(lin)
+        post = self.one(j, lambda u: self.fam(u) in _NORMS)
+        if post is not None and len(self.users[j]) == 1:
+            self.set(post, f"{what}_post_norm", i)
+            j = self.scaled(post)
+        return self.add_of(j)
 
     def layer_roles(self, a: int, i: int) -> None:
         m, ins = self.m[a], self.inputs[a]
@@ -69,40 +130,62 @@ class _Walk:
         else:
             q, k = ins[0], ins[1 if len(ins) > 2 else 0]
         v = ins[-1]
-        for node, role in ((q, "q_proj"), (k, "k_proj"), (v, "v_proj")):
-            self.set(node, role, i)
-        if self.inputs[q] and self.fam(self.inputs[q][0]) in _NORMS:
-            self.set(self.inputs[q][0], "attn_norm", i)
+        lins = []
+        for node, what in ((q, "q"), (k, "k"), (v, "v")):
+            if self.fam(node) in _NORMS and what != "v":
+                self.set(node, f"{what}_norm", i)
+                node = self.inputs[node][0] if self.inputs[node] else node
+            lins.append(self.linear_of(node))
+        if lins[0] is not None and lins.count(lins[0]) == 3:  # one weight for q | k | v
+            self.set(lins[0], "qkv_packed", i)
+        else:
+            for node, role in zip(lins, ("q_proj", "k_proj", "v_proj"), strict=True):
+                self.set(node, role, i)
+        anorm = self.norm_before(lins[0]) if lins[0] is not None else None
+        self.set(anorm, "attn_norm", i)
         o = self.one(a, lambda u: self.fam(u) == "linear")
         self.set(o, "o_proj", i)
-        res = self.add_of(o)
+        res = self.after(o, i, "attn")
         self.set(res, "attn_residual", i)
+        if anorm is not None and any(self.fam(u) == "linear" and u not in lins
+                                     for u in self.users[self.scaled(anorm)]):
+            self.mlp_roles(anorm, i)  # attention and MLP read one norm (parallel)
+            return
+        src = self.inputs[anorm][0] if anorm is not None and self.inputs[anorm] else None
         fnorm = self.one(res, lambda u: self.fam(u) in _NORMS) if res is not None else None
+        if src is not None and (fnorm is None or self.role.get(fnorm)):
+            fnorm = next((u for u in self.users[src] if self.fam(u) in _NORMS
+                          and u != anorm and u not in self.role), None)  # two norms, one input
         self.set(fnorm, "ffn_norm", i)
         self.mlp_roles(fnorm, i)
 
     def mlp_roles(self, fnorm: int | None, i: int) -> None:
         if fnorm is None:
             return
-        lins = [u for u in self.users[fnorm] if self.fam(u) == "linear"]
-        gate = next((u for u in lins if any(self.fam(x) in ("elementwise", "extern")
-                                            and self.m[x].attrs.get("fn") not in ("mul", "add")
-                                            for x in self.users[u])), None)
-        act = None
-        if gate is not None:
-            self.set(gate, "ffn_gate", i)
-            act = next(x for x in self.users[gate] if self.m[x].attrs.get("fn") not in
-                       ("mul", "add"))
-            self.set(act, "ffn_silu" if self.m[act].attrs.get("fn") == "silu" else "ffn_act", i)
+        lins = [u for u in self.users[self.scaled(fnorm)] if self.fam(u) == "linear"
+                and u not in self.role]
+        last = None
+        for lin in lins:
+            act = self.users[lin][0] if len(self.users[lin]) == 1 else None
+            if act is None or not self.is_act(act):
+                continue
+            role = "ffn_silu" if self.fn(act) == "silu" else "ffn_act"
+            mul = self.one(act, lambda u: self.fn(u) == "mul")
+            if mul is not None and len(self.inputs[mul]) == 2:  # act(gate) * up
+                self.set(lin, "ffn_gate", i)
+                self.set(act, role, i)
+                self.set(mul, "ffn_mul", i)
+                last = mul
+            else:  # fc1 -> act -> fc2
+                self.set(lin, "ffn_up", i)
+                self.set(act, role, i)
+                last = act
+            break
         for u in lins:
             self.set(u, "ffn_up", i)
-        mul = self.one(act, lambda u: self.m[u].attrs.get("fn") == "mul") \
-            if act is not None else None
-        self.set(mul, "ffn_mul", i)
-        last = mul if mul is not None else act
         down = self.one(last, lambda u: self.fam(u) == "linear") if last is not None else None
         self.set(down, "ffn_down", i)
-        self.set(self.add_of(down), "ffn_residual", i)
+        self.set(self.after(down, i, "ffn"), "ffn_residual", i)
 
 
 def _workload(m: Match, dtype: str) -> Workload:
@@ -147,6 +230,9 @@ def to_nodes(g: AtenGraph, matches: list[Match], dtype: str) -> list[OpNode]:
                 w.set(head, "lm_head", None)
                 if inputs[head] and w.fam(inputs[head][0]) in _NORMS:
                     w.set(inputs[head][0], "final_norm", None)
+    for i, m in enumerate(matches):  # logits computed after the LM head (scaled, capped)
+        if m.family == "argmax" and inputs[i] and i in w.role and inputs[i][0] not in w.role:
+            w.set(inputs[i][0], "logits", None)
     last_linear = max((i for i, m in enumerate(matches) if m.family == "linear"), default=None)
     if last_linear is not None and last_linear not in w.role:  # logits without an argmax
         w.set(last_linear, "lm_head", None)
@@ -158,8 +244,10 @@ def to_nodes(g: AtenGraph, matches: list[Match], dtype: str) -> list[OpNode]:
         layer = w.layer.get(i)
         if i not in w.role and inputs[i]:  # unnamed node: the layer of what it reads
             layer = next((w.layer[j] for j in inputs[i] if j in w.layer), None)
-        role = w.role.get(i) or (m.attrs["fn"].split("-")[0] if m.family == "extern"
-                                 else m.family)
+            if layer is not None:
+                w.layer[i] = layer
+        role = w.role.get(i) or (m.attrs["fn"].split("-")[0] if m.family == "extern" else
+                                 "rotary" if m.family == "rope" else m.family)
         base = role if layer is None else f"l{layer}.{role}"
         name, k = base, 2
         while name in names:
@@ -168,6 +256,8 @@ def to_nodes(g: AtenGraph, matches: list[Match], dtype: str) -> list[OpNode]:
         params = dict(m.params)
         if "rotary" in m.extra:
             params["rotary"] = m.extra["rotary"]
+        if m.extra.get("rotary_kind"):
+            params["rotary_kind"] = m.extra["rotary_kind"]
         nodes.append(OpNode(name, _workload(m, dtype), tuple(names[j] for j in inputs[i]),
                             layer, role, tuple(sorted(params.items()))))
     return nodes

@@ -75,17 +75,21 @@ def weight_files(folder: str | Path) -> WeightFiles:
                      f"{folder / 'config.json'} to run on random weights")
 
 
-def _expected(cfg: ModelConfig) -> tuple[dict[str, tuple[int, ...]], dict[str, str], list]:
-    """(tensor name -> shape, tied name -> name, patterns of names to ignore) of the module
-    ``cfg`` describes, built on the meta device (nothing allocated)."""
+def _expected(cfg: ModelConfig) -> tuple[dict[str, tuple[int, ...]], dict[str, str], list,
+                                          dict[str, str]]:
+    """(tensor name -> shape, tied name -> name, patterns of names to ignore, stored name ->
+    module name where ``transformers`` renames a tensor between file and module) of the
+    module ``cfg`` describes, built on the meta device (nothing allocated)."""
     from .checkpoint import tie_map
     from .module import build_module
+    from .renames import stored_names
 
     module = build_module(cfg, device="meta")
     shapes = {k: tuple(v.shape) for k, v in module.state_dict().items()}
     ignore = [re.compile(p) for p in
               getattr(type(module), "_keys_to_ignore_on_load_unexpected", None) or ()]
-    return shapes, tie_map(module), ignore
+    renamed = {alt: name for name in shapes for alt in stored_names(module, name)}
+    return shapes, tie_map(module), ignore, renamed
 
 
 def check_weights(files: WeightFiles, cfg: ModelConfig) -> None:
@@ -94,7 +98,7 @@ def check_weights(files: WeightFiles, cfg: ModelConfig) -> None:
     import torch
     from safetensors import SafetensorError, safe_open
 
-    shapes, ties, ignore = _expected(cfg)
+    shapes, ties, ignore, renamed = _expected(cfg)
     seen: set[str] = set()
     for fname in files.files:
         path = files.folder / fname
@@ -106,12 +110,13 @@ def check_weights(files: WeightFiles, cfg: ModelConfig) -> None:
         for name in handle.keys():  # noqa: SIM118 (a safetensors handle, not a dict)
             if files.where is not None and files.where.get(name) != fname:
                 continue  # the index says another shard holds it
+            stored, name = name, renamed.get(name, name)
             if name not in shapes:
                 if any(p.search(name) for p in ignore):
                     continue
                 raise ModelError(f"{path}: tensor {shown(name)} is not a weight of "
                                  f"{cfg.name or cfg.model_type}")
-            view = handle.get_slice(name)
+            view = handle.get_slice(stored)
             shape, dtype = tuple(view.get_shape()), view.get_dtype()
             if shape != shapes[name]:
                 raise ModelError(f"{path}: tensor {name} has shape {list(shape)}, the config "
@@ -119,7 +124,7 @@ def check_weights(files: WeightFiles, cfg: ModelConfig) -> None:
             if dtype not in FLOAT_TYPES:
                 raise ModelError(f"{path}: tensor {name} is {dtype}; weights must be one of "
                                  f"{', '.join(FLOAT_TYPES.values())}")
-            if not bool(torch.isfinite(handle.get_tensor(name)).all()):
+            if not bool(torch.isfinite(handle.get_tensor(stored)).all()):
                 raise ModelError(f"{path}: tensor {name} holds NaN or infinite values")
             seen.add(name)
     missing = [n for n in shapes if n not in seen and ties.get(n) not in seen]

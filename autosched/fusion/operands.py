@@ -28,18 +28,23 @@ from search_spaces import Workload
 __all__ = ["TOKEN_IDS", "FusedView", "FusionError", "operands", "output_parts", "output_width"]
 
 TOKEN_IDS = "ids"  # the step's token ids [rows, 1]: not a node
-_ROLE_PART = {"ffn_silu": "gate", "ffn_mul": "up"}  # the part a consumer reads of a merged out
+# the part a consumer reads of a merged output, by its role
+_ROLE_PART = {"ffn_silu": "gate", "ffn_act": "gate", "ffn_mul": "up", "q_norm": "q",
+              "k_norm": "k"}
 
 
 @dataclass(frozen=True)
 class FusedView:
     """Columns ``[lo, hi)`` of ``source``'s output ``[rows, width]``; ``last``: only the row
-    of each sequence's last token (row ``s * tokens + tokens - 1``)."""
+    of each sequence's last token (row ``s * tokens + tokens - 1``); ``width``: the row
+    width the consumer reads the output with when it differs from the source's own (0:
+    the same), a reshape of the whole output (one row per head, or per token)."""
 
     source: str
     lo: int
     hi: int
     last: bool = False
+    width: int = 0
 
 
 def output_width(w: Workload) -> int:
@@ -58,12 +63,40 @@ def output_parts(graph: OpGraph, node: OpNode) -> dict[str, tuple[int, int]]:
 
 def _view(graph: OpGraph, node: OpNode, src: str, span: tuple[int, int]) -> FusedView:
     want, have = _rows(node.workload), _rows(graph.node(src).workload)
-    if want != have and not (have == graph.batch * graph.tokens and want == graph.batch):
+    last = have == graph.batch * graph.tokens and want == graph.batch
+    if want != have and not last:
+        full = span == (0, output_width(graph.node(src).workload))
+        if full and family_of(node.workload).reshapes_inputs:  # it reshapes them itself
+            return FusedView(src, span[0], span[1])
+        # the columns read as rows of another width (one row per head): a reshape
+        if have * (span[1] - span[0]) % want == 0:
+            if not full:  # gathered into rows of their own first
+                return FusedView(src, span[0], span[1])
+            width = have * (span[1] - span[0]) // want
+            return FusedView(src, 0, width, width=width)
         raise FusionError(f"{node.name} reads {want} rows from {src}, which has {have}")
     return FusedView(src, span[0], span[1], want != have)
 
 
-def _labelled(graph: OpGraph, node: OpNode, labels: tuple[str, ...]) -> tuple[FusedView, ...]:
+def _whole(graph: OpGraph, node: OpNode, src: str) -> FusedView:
+    return _view(graph, node, src, (0, output_width(graph.node(src).workload)))
+
+
+def _unlabelled(graph: OpGraph, node: OpNode, lab: str, labels: tuple[str, ...]) -> str:
+    """The input of ``node`` holding ``lab`` when no producer labels it (q, k or v computed
+    by other ops): its inputs labelled by none of ``labels``, in the order of the labels no
+    producer holds."""
+    held = {x for src in node.inputs for x in output_parts(graph, graph.node(src))}
+    free = [src for src in node.inputs
+            if set(output_parts(graph, graph.node(src))).isdisjoint(labels)]
+    missing = [x for x in labels if x not in held]
+    if lab not in missing or len(free) != len(missing):
+        raise FusionError(f"{node.name}: none of its inputs {node.inputs} holds {lab!r}")
+    return free[missing.index(lab)]
+
+
+def _labelled(graph: OpGraph, node: OpNode, labels: tuple[str, ...],
+              every: tuple[str, ...]) -> tuple[FusedView, ...]:
     out = []
     for lab in labels:
         for src in node.inputs:
@@ -76,8 +109,8 @@ def _labelled(graph: OpGraph, node: OpNode, labels: tuple[str, ...]) -> tuple[Fu
                     out.pop()
                 out.append(v)
                 break
-        else:
-            raise FusionError(f"{node.name}: none of its inputs {node.inputs} holds {lab!r}")
+        else:  # q, k or v computed by other ops (unlabelled): the free inputs in order
+            out.append(_whole(graph, node, _unlabelled(graph, node, lab, every)))
     return tuple(out)
 
 
@@ -88,7 +121,8 @@ def operands(graph: OpGraph, node: OpNode) -> dict[str, tuple[FusedView, ...]]:
         return {"ids": (FusedView(TOKEN_IDS, 0, 1),)}
     labelled = fam.labelled_operands(node)
     if labelled is not None:
-        return {k: _labelled(graph, node, labs) for k, labs in labelled.items()}
+        every = tuple(lab for labs in labelled.values() for lab in labs)
+        return {k: _labelled(graph, node, labs, every) for k, labs in labelled.items()}
     names = fam.operand_names(node)
     if len(names) != len(node.inputs):
         raise FusionError(f"{node.name} ({w.key}) has inputs {node.inputs}, its kernel "
@@ -96,7 +130,9 @@ def operands(graph: OpGraph, node: OpNode) -> dict[str, tuple[FusedView, ...]]:
     out = {}
     for name, src in zip(names, node.inputs, strict=True):
         parts = output_parts(graph, graph.node(src))
-        if "norm" in parts:  # a residual sum's r reads the sum, any other input its norm
+        if fam.reads_whole(node):
+            out[name] = (_whole(graph, node, src),)
+        elif "norm" in parts:  # a residual sum's r reads the sum, any other input its norm
             out[name] = (_view(graph, node, src, parts["res" if name == "r" else "norm"]),)
         elif len(parts) > 1:
             lab = _ROLE_PART.get(node.role)

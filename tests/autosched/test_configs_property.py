@@ -1,13 +1,14 @@
-"""Property over the Llama-family config space: every drawn config compiles, validates,
-simulates at or above its bound and generates the tokens of transformers on both
-presets, or is refused with one line where transformers cannot run it either.
+"""Property over the config space of every supported architecture: every drawn config
+compiles, validates, simulates at or above its bound and generates the tokens of
+transformers, or is refused with one line where transformers cannot run it either.
 
-The draw (``experiments.llama_configs.sample_config``) covers llama/mistral/qwen2, head
-dims 16..128, GQA ratios 1..7, odd sizes, 1-3 layers, tied or not, every RoPE scaling
-type, sliding windows shorter than the run and biases. Seeded and small here: five
-configs drawn by hypothesis (derandomized, so a failure shrinks to a small config) and
-24 of the sweep's own draw, each its own test (half of them fused); the 200-config sweep
-is ``experiments/bench_configs.py``.
+The Llama-family draw (``experiments.llama_configs.sample_config``) covers head dims
+16..128, GQA ratios 1..7, odd sizes, 1-3 layers, tied or not, every RoPE scaling type,
+sliding windows shorter than the run and biases: five configs drawn by hypothesis
+(derandomized, so a failure shrinks to a small config), on both presets. Every
+architecture's own draw (``experiments.arch_samplers``: its fields and ranges) gives two
+seeded configs, each its own test on one preset (the second under the full fusion
+plan). The 300-config sweep over all of them is ``experiments/bench_configs.py``.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from experiments.arch_samplers import SAMPLERS
 from experiments.llama_configs import RngPicker, check, sample_config
 from search_spaces.fusion import FULL_FUSION
 
@@ -43,16 +45,17 @@ def test_random_configs_match_transformers(data: st.DataObject) -> None:
         assert out.status in ("pass", "refused"), (hw, out.message, hf)
 
 
-# The sweep's own draw (experiments/bench_configs.py), a seed of its own, a few dozen
-# configs: each a separate test, so a parallel run spreads them over the workers. The
-# odd ones run under the full fusion plan (every epilogue, the merged projections).
-SWEEP_SEED, SWEEP_CONFIGS = 7, 24
+# Each architecture's own draw, two configs each (a seed of their own): one unfused on
+# hbm-pim, one under the full fusion plan on aim-gddr6; each a separate test, so a
+# parallel run spreads them over the workers.
+SWEEP_SEED = 7
 
 
-@pytest.mark.parametrize("i", range(SWEEP_CONFIGS))
-def test_seeded_sweep_configs_match_transformers(i: int) -> None:
-    hf = sample_config(RngPicker(SWEEP_SEED * 100_003 + i))
-    fusion = dict(FULL_FUSION) if i % 2 else None
-    for hw in ("hbm-pim", "aim-gddr6"):
-        out = check(hf, hw, steps=3, seed=i, fusion=fusion)
-        assert out.status in ("pass", "refused"), (hw, out.message, hf, fusion)
+@pytest.mark.parametrize("i", range(2))
+@pytest.mark.parametrize("arch", sorted(SAMPLERS))
+def test_every_architecture_draw_matches_transformers(arch: str, i: int) -> None:
+    hf = SAMPLERS[arch](RngPicker(SWEEP_SEED * 100_003 + 17 * i + len(arch)))
+    fusion = dict(FULL_FUSION) if i else None
+    hw = ("hbm-pim", "aim-gddr6")[i]
+    out = check(hf, hw, steps=3, seed=i, fusion=fusion)
+    assert out.status in ("pass", "refused"), (hw, out.message, hf, fusion)

@@ -23,6 +23,8 @@ EXPECTED = {  # file stem: (model_type, layers, heads, kv_heads, head_dim, windo
     "tinyllama-1.1b": ("llama", 22, 32, 4, 64, 0, None),
     "smollm-135m": ("llama", 30, 9, 3, 64, 0, None),
     "open-llama-3b": ("llama", 26, 32, 32, 100, 0, None),
+    "qwen3-0.6b": ("qwen3", 28, 16, 8, 128, 0, None),
+    "gemma-2-2b-it": ("gemma2", 26, 8, 4, 256, 4096, None),
 }
 
 

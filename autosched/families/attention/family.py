@@ -55,6 +55,16 @@ class AttentionFamily(Family):
     def bound(self, workload: Workload, hw: Hardware) -> float:
         return attention_bound(workload, hw)
 
+    def recognisers(self) -> tuple:
+        from .pattern import attention
+
+        return ((10, attention),)
+
+    def absorbs(self, g: Any, node: Any, matches: list) -> bool:
+        from .pattern import absorb_write
+
+        return absorb_write(g, node, matches)
+
     def options(self, workload: Workload, hw: Hardware) -> tuple[Option, ...]:
         t = attention_bound_terms(workload, hw)
         soft = t["softmax"]

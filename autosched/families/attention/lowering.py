@@ -39,7 +39,7 @@ def _pad(src: str, dst: str, rows: int, win: int, wout: int) -> HostOp:
                   (BufRef(src, aff(0), (rows, win)),))
 
 
-def _host(pl: AttnLayout) -> tuple[Stream, list[Buffer]]:
+def _host(pl: AttnLayout, softcap: float = 0.0) -> tuple[Stream, list[Buffer]]:
     # score rows are lp slots wide, or l when the host multiplies with its own k and v
     lp = pl.l if pl.own else pl.lp
     rows, d, dk, dv = pl.b * pl.q * pl.h, pl.d, pl.dk, pl.dv
@@ -72,6 +72,8 @@ def _host(pl: AttnLayout) -> tuple[Stream, list[Buffer]]:
                            (BufRef(pl.buf("q"), aff(0), (*five, dk)),
                             BufRef("kh", aff(0), (pl.b, 1, pl.kvh, lp, dk)))))
     attrs: tuple = (("scale", pl.scale), ("limit", pl.live))
+    if softcap:  # Gemma 2's logit soft-capping: cap * tanh(scores / cap)
+        attrs += (("softcap", softcap),)
     if pl.q > 1:
         attrs += (("causal", pl.q), ("group", pl.h))
         if 0 < pl.window < pl.l:
@@ -99,7 +101,7 @@ def attention_kernel(workload: Workload, point: dict, hw: Hardware) -> Kernel:
     scale = workload.attr("scale")
     pl = attention_layout_of(dims, capacity_of(workload), point, hw,
                         int(workload.attr("window", 0)), None if scale is None else float(scale))
-    host, bufs = _host(pl)
+    host, bufs = _host(pl, float(workload.attr("softcap", 0.0)))
     nq, nkv = pl.b * pl.q * pl.h * pl.d, pl.b * pl.q * pl.kvh * pl.d
     bufs += [Buffer("q", "fp32", nq), Buffer("k", "fp32", nkv), Buffer("v", "fp32", nkv),
              Buffer("y", "fp32", nq)]

@@ -63,6 +63,11 @@ class GemvFamily(Family):
         return (Option(dev, t["pim"] - dev, t["pim"]),
                 Option(t["host_weights"], host_host, host_host))
 
+    def recognisers(self) -> tuple:
+        from .pattern import linear
+
+        return ((40, linear),)
+
     def side_point(self, workload: Workload, hw: Hardware, side: str) -> dict | None:
         try:
             return gemv_default(workload, hw, placement=side)

@@ -64,12 +64,22 @@ def _with(w: Workload, inputs_dims: dict | None = None, **attrs: object) -> Work
                          **{**w.dims, **(inputs_dims or {})})
 
 
+# the roles that find their part of a merged output (``operands``)
+_PART_READERS = ("q_norm", "k_norm", "ffn_silu", "ffn_act", "ffn_mul")
+
+
+def _reads_parts(st: _State, node: OpNode) -> bool:
+    """Whether every consumer of ``node`` would read its part of a merged output."""
+    return all(u.workload.op in ("rope", "attention") and u.role != "rotary"
+               or u.role in _PART_READERS for u in st.consumers(node.name))
+
+
 def _merge(st: _State, roles: tuple[str, ...], role: str) -> None:
     for layer in sorted({n.layer for n in st.nodes if n.role == roles[0]}, key=str):
         parts = [next((n for n in st.nodes if n.role == r and n.layer == layer), None)
                  for r in roles]
-        if None in parts:
-            continue
+        if None in parts or not all(_reads_parts(st, p) for p in parts):
+            continue  # not there, or read by ops that would not find their part
         w0 = parts[0].workload
         same = all(p.inputs == parts[0].inputs and p.workload.op == w0.op
                    and (p.workload.dtype, p.workload.attrs) == (w0.dtype, w0.attrs)
@@ -93,6 +103,8 @@ def _merge(st: _State, roles: tuple[str, ...], role: str) -> None:
 def _silu_mul(st: _State) -> None:
     for g in [n for n in st.nodes if n.role == "gate_up"]:
         users = st.consumers(g.name)
+        if not any(u.role == "ffn_silu" for u in users):
+            continue  # another activation (GELU): silu_mul does not apply
         silu = next((u for u in users if u.role == "ffn_silu" and u.inputs == (g.name,)), None)
         mul = next((u for u in users if silu and u.role == "ffn_mul"
                     and u.inputs == (silu.name, g.name)), None)
@@ -109,14 +121,17 @@ def _rope(st: _State) -> None:
     for r in [n for n in st.nodes if n.workload.op == "rope"]:
         lin = next((n for n in st.nodes if r.inputs == (n.name,)), None)
         d = r.workload.dims
-        if (lin is None or lin.role != "qkv_proj" or lin.workload.attr("epilogue")
+        if lin is None or lin.role != "qkv_proj":
+            continue  # q and k reach it through other ops (q/k norms, partial rotary)
+        if (lin.workload.attr("epilogue")
                 or _rows(lin.workload) != d["m"] or d["h"] * d["d"] > lin.workload.dims["n"]
                 or not all(u.workload.op == "attention" for u in st.consumers(r.name))):
             raise FusionError(f"{r.name}: rope_epilogue needs a rope reading q | k of a merged "
                               "qkv_proj with no epilogue, read by attention only")
         params = dict(lin.params)
-        if r.param("rotary"):
-            params["rotary"] = r.param("rotary")
+        for k in ("rotary", "rotary_kind"):
+            if r.param(k):
+                params[k] = r.param(k)
         st.swap(lin, dataclasses.replace(
             lin, workload=_with(lin.workload, epilogue="rope", rope_heads=d["h"], rope_d=d["d"]),
             params=tuple(sorted(params.items()))))
@@ -128,8 +143,9 @@ def _residual(st: _State) -> None:
     for lin in [n for n in st.nodes if n.role in ("o_proj", "ffn_down")]:
         users = st.consumers(lin.name)
         add = users[0] if len(users) == 1 else None
-        if (add is None or add.workload.op != "elementwise" or add.workload.attr("fn") != "add"
-                or len(add.inputs) != 2 or lin.workload.attr("epilogue")
+        if add is None or add.workload.op != "elementwise" or add.workload.attr("fn") != "add":
+            continue  # a post-norm or a scale between it and the residual add
+        if (len(add.inputs) != 2 or lin.workload.attr("epilogue")
                 or _rows(add.workload) != _rows(lin.workload)):
             raise FusionError(f"{lin.name}: residual_epilogue needs one residual add "
                               f"consuming it, found {[u.name for u in users]}")

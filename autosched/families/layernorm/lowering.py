@@ -30,6 +30,11 @@ class LayerNormFamily(Family):
     def space(self, workload: Workload, hw: Hardware) -> Space:
         return layernorm_space(workload, hw)
 
+    def recognisers(self) -> tuple:
+        from .pattern import layernorm
+
+        return ((30, layernorm),)
+
     def default(self, workload: Workload, hw: Hardware) -> dict:
         return layernorm_default(workload, hw)
 

@@ -28,8 +28,8 @@ from ..common import head_split, norm_weight, rms_norm, rope_tables, rotate, sil
 from .bound import pointwise_bound
 from .kernels import binary, one_host_op, pim_kernel, shapes_of
 
-__all__ = ["ArgmaxFamily", "ElementwiseFamily", "EmbeddingFamily", "ExternFamily", "POINTWISE",
-           "RmsNormFamily", "RopeFamily"]
+__all__ = ["BUFFER", "POINTWISE", "POSITIONS", "ArgmaxFamily", "ElementwiseFamily",
+           "EmbeddingFamily", "ExternFamily", "RmsNormFamily", "RopeFamily"]
 
 Arr = np.ndarray
 
@@ -64,6 +64,11 @@ class RmsNormFamily(_Pointwise):
 
     ops: ClassVar[tuple[str, ...]] = ("rmsnorm",)
 
+    def recognisers(self) -> tuple:
+        from .patterns import rmsnorm
+
+        return ((30, rmsnorm),)
+
     def host(self, workload: Workload, hw: Hardware) -> Kernel:
         m, n = workload.dims["m"], workload.dims["n"]
         eps = float(workload.attr("eps", DEFAULT_EPS))
@@ -83,6 +88,16 @@ class RopeFamily(_Pointwise):
 
     ops: ClassVar[tuple[str, ...]] = ("rope",)
 
+    def recognisers(self) -> tuple:
+        from .patterns import rope
+
+        return ((20, rope),)
+
+    def finish(self, g: Any, matches: list) -> list:
+        from .patterns import merge_ropes
+
+        return merge_ropes(g, matches)
+
     def host(self, workload: Workload, hw: Hardware) -> Kernel:
         m, h, hd = workload.dims["m"], workload.dims["h"], workload.dims["d"]
         tab = ((m, hd), (m, 1, hd))
@@ -93,11 +108,16 @@ class RopeFamily(_Pointwise):
         return workload.dims["h"] * workload.dims["d"]
 
     def output_parts(self, graph, node) -> dict[str, tuple[int, int]]:
+        if self.reads_whole(node):  # one tensor rotated: one output
+            return super().output_parts(graph, node)
         q, kv = head_split(graph, node)
         return {"q": (0, q), "k": (q, q + kv)}
 
-    def labelled_operands(self, node) -> dict[str, tuple[str, ...]]:
-        return {"x": ("q", "k")}
+    def labelled_operands(self, node) -> dict[str, tuple[str, ...]] | None:
+        return None if self.reads_whole(node) else {"x": ("q", "k")}
+
+    def reads_whole(self, node) -> bool:
+        return node.role == "rotary"  # one tensor rotated (partial rotary), not q | k
 
     def constants(self, source: Any, node: Any, positions: Arr) -> dict[str, Arr]:
         cos, sin = rope_tables(source, node, positions, node.workload.dims["d"])
@@ -117,6 +137,11 @@ class ElementwiseFamily(_Pointwise):
     """``y = a (add|mul) b`` or ``y = f(a)`` (attr ``fn``); may run in the banks."""
 
     ops: ClassVar[tuple[str, ...]] = ("elementwise",)
+
+    def recognisers(self) -> tuple:
+        from .patterns import elementwise
+
+        return ((70, elementwise),)
 
     def host(self, workload: Workload, hw: Hardware) -> Kernel:
         m, n = workload.dims["m"], workload.dims["n"]
@@ -141,6 +166,11 @@ class EmbeddingFamily(_Pointwise):
 
     ops: ClassVar[tuple[str, ...]] = ("embedding",)
     reads_tokens: ClassVar[bool] = True
+
+    def recognisers(self) -> tuple:
+        from .patterns import embedding
+
+        return ((50, embedding),)
 
     def host(self, workload: Workload, hw: Hardware) -> Kernel:
         m, n, v = workload.dims["m"], workload.dims["n"], workload.dims["v"]
@@ -190,6 +220,11 @@ class ArgmaxFamily(_Pointwise):
 
     ops: ClassVar[tuple[str, ...]] = ("argmax",)
 
+    def recognisers(self) -> tuple:
+        from .patterns import argmax
+
+        return ((60, argmax),)
+
     def host(self, workload: Workload, hw: Hardware) -> Kernel:
         m, n = workload.dims["m"], workload.dims["n"]
         return one_host_op("argmax_host", "argmax", [("x", (m, n), (m, n))], (m,))
@@ -208,6 +243,13 @@ class ExternFamily(_Pointwise):
     ``flops`` its cost."""
 
     ops: ClassVar[tuple[str, ...]] = ("extern",)
+    reshapes_inputs: ClassVar[bool] = True
+    claims_leftovers: ClassVar[bool] = True
+
+    def leftover(self, g: Any, node: Any) -> Any:
+        from .fallback import host_match
+
+        return host_match(g, node)
 
     def host(self, workload: Workload, hw: Hardware) -> Kernel:
         ins = [(f"x{i}", s) for i, s in enumerate(shapes_of(workload.attr("ins", "")))]
@@ -223,7 +265,12 @@ class ExternFamily(_Pointwise):
         return str(workload.attr("fn"))
 
     def constants(self, source: Any, node: Any, positions: Arr) -> dict[str, Arr]:
-        return {local: source.get(name) for local, name in node.params}
+        """Each parameter the op reads: a model tensor, a module buffer (``buffer:``
+        prefix) or the step's positions (``@positions``), cut to the shape it reads."""
+        sizes = [int(np.prod([int(v) for v in s.split("x")]))
+                 for s in str(node.workload.attr("params", "")).split(",") if s]
+        return {local: _constant(source, name, positions)[:sizes[int(local[1:])]]
+                for local, name in node.params}
 
     def reference(self, node, ops, tensors, env) -> Arr:
         from sim.host_ops import EXTERNS
@@ -232,6 +279,20 @@ class ExternFamily(_Pointwise):
         args += [tensors[k] for k, _ in node.params]
         out = EXTERNS[str(node.workload.attr("fn"))](*args)
         return np.asarray(out, np.float64).reshape(node.workload.dims["m"], -1)
+
+
+POSITIONS = "@positions"  # an extern op's constant holding the step's positions
+BUFFER = "buffer:"  # prefix of an extern op's constant read from a module buffer
+
+
+def _constant(source: Any, name: str, positions: Arr) -> Arr:
+    if name == POSITIONS:
+        return np.asarray(positions, np.float32)
+    if name.startswith(BUFFER):
+        path, _, attr = name[len(BUFFER):].rpartition(".")
+        buf = source.module(path).get_buffer(attr)
+        return buf.detach().float().cpu().numpy().reshape(-1)
+    return source.get(name)
 
 
 POINTWISE: tuple[Family, ...] = (RmsNormFamily(), RopeFamily(), ElementwiseFamily(),

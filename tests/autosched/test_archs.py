@@ -1,0 +1,77 @@
+"""Every supported architecture's tiny checkpoint (``experiments.archs``: its own config
+class, norm scales drawn at random, ``save_pretrained`` with safetensors) through
+``autosched run --check`` on one preset: tokens equal to ``generate()``, logits within
+tolerance. Both presets, eight steps and the full fusion plan are
+``experiments/bench_archs.py``. An activation no pattern knows (Mish) runs on the host,
+checked and named by ``simulate``."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from autosched.cli import main
+from autosched.frontend import ModelConfig
+from autosched.pipeline import model_graph
+from experiments.archs import ARCHS, tiny_checkpoint, tiny_config
+
+
+@pytest.mark.parametrize("arch", sorted(ARCHS))
+def test_tiny_checkpoint_matches_generate(tmp_path, capsys, arch: str) -> None:
+    folder = tiny_checkpoint(arch, tmp_path / arch)
+    assert ModelConfig.from_hf(folder).model_type == arch
+    assert main(["run", "--model", str(folder), "--hw", "hbm-pim", "--check", "--steps",
+                 "4", "--db", "none", "--json"]) == 0
+    rep = json.loads(capsys.readouterr().out)
+    assert rep["passed"] and rep["tokens_match"], rep
+    assert rep["max_rel_err"] <= rep["tolerance"]
+
+
+def test_an_activation_no_pattern_knows_runs_on_the_host(tmp_path, capsys) -> None:
+    import transformers
+
+    from autosched.frontend.module import init_weights
+
+    cfg = tiny_config("llama")
+    cfg.hidden_act = "mish"
+    model = transformers.LlamaForCausalLM(cfg)
+    init_weights(model, seed=3, norms="random")
+    model.save_pretrained(tmp_path)
+    _, graph = model_graph(str(tmp_path), context=8)
+    acts = [n for n in graph.by_role("ffn_act") if n.workload.op == "extern"]
+    assert len(acts) == 2 and all(n.workload.attr("fn").startswith("mish-") for n in acts)
+    assert main(["run", "--model", str(tmp_path), "--hw", "aim-gddr6", "--check", "--steps",
+                 "4", "--db", "none", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["passed"]
+    assert main(["simulate", "--model", str(tmp_path), "--hw", "aim-gddr6", "--context", "8",
+                 "--db", "none"]) == 0
+    assert "mish" in capsys.readouterr().out
+
+
+def test_the_config_kept_inside_is_the_users_own(tmp_path) -> None:
+    """The module is built from the checkpoint's config (Gemma 2's soft-capping values),
+    the summary is hashable and JSON round-trips, and a subset keeps each layer's kind."""
+    folder = tiny_checkpoint("gemma2", tmp_path / "g")
+    cfg = ModelConfig.from_hf(folder)
+    from autosched.frontend.hf_config import to_hf
+
+    hf = to_hf(cfg)
+    assert (hf.attn_logit_softcapping, hf.final_logit_softcapping) == (50.0, 30.0)
+    assert ModelConfig.from_dict(json.loads(json.dumps(cfg.to_dict()))) == cfg
+    assert hash(cfg) == hash(ModelConfig.from_dict(cfg.to_dict()))
+    one = cfg.subset((1,))
+    assert one.layers == 1 and to_hf(one).layer_types == [hf.layer_types[1]]
+    assert one.window(0) == cfg.window(1)
+
+
+def test_neutral_norms_follow_the_architecture() -> None:
+    """Gemma's norms scale by ``1 + w``: their neutral weight is 0; Llama's is 1."""
+    from autosched.frontend.module import build_module
+
+    for arch, want in (("gemma", 0.0), ("llama", 1.0)):
+        cfg = ModelConfig.from_hf(tiny_config(arch).to_dict())
+        model = build_module(cfg, device="cpu", seed=0)
+        assert float(model.model.norm.weight.detach().float().mean()) == want
+        again = build_module(cfg, device="cpu", seed=0, norms="random")
+        assert float((again.model.norm.weight.detach().float() - want).abs().max()) > 0
