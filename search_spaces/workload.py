@@ -36,6 +36,10 @@ class _Dims(Mapping[str, tuple[str, ...]]):
             self._dims = dims
         return self._dims
 
+    def reload(self) -> None:
+        """Read the space folders again (a folder added to ``search_spaces.__path__``)."""
+        self._dims = None
+
     def __getitem__(self, op: str) -> tuple[str, ...]:
         return self._load()[op]
 

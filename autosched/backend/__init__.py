@@ -30,6 +30,7 @@ def autosched_backend(gm: torch.fx.GraphModule, example_inputs: list,
                       options: dict[str, Any] | None = None) -> Any:
     """Dynamo backend: a callable running ``gm`` with its PIM part on the simulator."""
     from autosched.frontend.config import ModelError
+    from autosched.frontend.match import Kind
 
     from .graph import trace
     from .report import new_report
@@ -50,5 +51,5 @@ def autosched_backend(gm: torch.fx.GraphModule, example_inputs: list,
         report.eager = str(e)
         return gm.forward
     report.operators = len(sg.nodes)
-    report.host_ops = tuple(sorted({m.extra["op"] for m in sg.matches if m.family == "extern"}))
+    report.host_ops = tuple(sorted({m.extra["op"] for m in sg.matches if m.kind is Kind.OP}))
     return CompiledGraph(sg, gm.forward, system, database, report)

@@ -18,7 +18,7 @@ import torch
 from autosched.frontend.aten import AtenGraph, Placeholder
 from autosched.frontend.config import ModelError
 from autosched.frontend.lower import find_matches
-from autosched.frontend.patterns import Match
+from autosched.frontend.match import Kind, Match
 from autosched.frontend.roles import to_nodes
 from autosched.ir import OpNode
 
@@ -26,7 +26,8 @@ __all__ = ["StepGraph", "trace"]
 
 Node = torch.fx.Node
 _DTYPES = {torch.float16: "fp16", torch.bfloat16: "bf16", torch.float32: "fp16"}
-_TOKEN_MAJOR = ("linear", "rmsnorm", "layernorm", "elementwise", "embedding", "extern", "argmax")
+# kinds whose result is token-major rows the caller may read (attention writes caches)
+_TOKEN_MAJOR = (Kind.LINEAR, Kind.NORM, Kind.POINTWISE, Kind.LOOKUP, Kind.OP, Kind.SELECT)
 
 
 @dataclass
@@ -67,10 +68,10 @@ def _positions(g: AtenGraph, cos: Node) -> Node:
 
 
 def _check_outputs(sg_g: AtenGraph, matches: list[Match], outputs: list[object]) -> None:
-    ok = {m.out for m in matches if m.family in _TOKEN_MAJOR}
-    ok |= {m.extra[k] for m in matches if m.family == "rope" for k in ("q_out", "k_out")
+    ok = {m.out for m in matches if m.kind in _TOKEN_MAJOR}
+    ok |= {m.extra[k] for m in matches if m.kind is Kind.ROTARY for k in ("q_out", "k_out")
            if k in m.extra}
-    writes = {n for m in matches if m.family == "attention" for n in m.nodes}
+    writes = {n for m in matches if m.kind is Kind.ATTENTION for n in m.nodes}
     for o in outputs:
         r = sg_g.root(o)
         if isinstance(r, Node) and r in sg_g.active and r not in ok and r not in writes:
@@ -99,15 +100,15 @@ def trace(gm: torch.fx.GraphModule, example_inputs: list) -> StepGraph:
     constants = {by_name[s.arg.name]: values[s.target] for s in specs
                  if s.kind.name != "USER_INPUT" and s.target in values}
     emb = [n for n in ep.graph.nodes if n.op == "call_function"
-           and getattr(n.target, "__name__", "").startswith("embedding")]
+           and getattr(n.target, "overloadpacket", None) is torch.ops.aten.embedding]
     ids = emb[0].args[1] if emb else None
     if not isinstance(ids, Node) or ids.name not in kinds:
         raise ModelError("the graph has no embedding of input token ids")
     kinds[ids.name] = Placeholder("ids", kinds[ids.name].target)
     g = AtenGraph(ep.graph, kinds)
     matches = find_matches(g)
-    ropes = [m for m in matches if m.family == "rope"]
-    if not any(m.family == "attention" for m in matches) or not ropes:
+    ropes = [m for m in matches if m.kind is Kind.ROTARY]
+    if not any(m.kind is Kind.ATTENTION for m in matches) or not ropes:
         raise ModelError("the graph has no rotary attention")
     for m in ropes:
         m.extra["rotary"] = f"rope:{m.out.name}"

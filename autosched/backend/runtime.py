@@ -20,10 +20,12 @@ import torch
 
 from autosched.compiler import compile_step
 from autosched.database import Database
+from autosched.families import family_of
 from autosched.families.attention.cache import load_cache
 from autosched.frontend.aten import replay_aliases
 from autosched.frontend.checkpoint import Weights
 from autosched.frontend.config import ModelError
+from autosched.frontend.match import Kind
 from autosched.fusion import output_width
 from autosched.ir import OpGraph
 from search_spaces import Workload
@@ -109,15 +111,14 @@ class CompiledGraph:
             return w, kv_len, "attention mask is neither causal nor a sliding window"
         if window == 0 and n > kv_len:
             window = kv_len
-        attrs = {"capacity": max(kv_len, n), **({"window": window} if window else {})}
-        dims = {**w.dims, "l": n}
-        return Workload.make("attention", w.dtype, {**dict(w.attrs), **attrs}, **dims), \
-            kv_len, ""
+        fam = family_of(w)
+        w = fam.with_context(fam.adapt(w, window=window, capacity=max(kv_len, n)), n)
+        return w, kv_len, ""
 
     def _graph(self, env: dict, pos: np.ndarray) -> tuple[OpGraph | None, str]:
         nodes = []
         for m, n in zip(self.sg.matches, self.sg.nodes, strict=True):
-            if m.family == "attention":
+            if m.kind is Kind.ATTENTION:
                 w, _, why = self._attention(m, n, env, pos)
                 if why:
                     return None, why
@@ -131,7 +132,7 @@ class CompiledGraph:
         """Load the positions before this step the banks do not hold yet."""
         first = int(pos.min())
         for m, n in zip(self.sg.matches, self.sg.nodes, strict=True):
-            if m.family != "attention":
+            if m.kind is not Kind.ATTENTION:
                 continue
             w = cm.graph.node(n.name).workload
             pl = attention_layout_of(w.dims, capacity_of(w), cm.choices[n.name].schedule.point,
@@ -156,7 +157,7 @@ class CompiledGraph:
             if n.op != "call_function" or n not in g.active or n in env or n in self.skip:
                 continue
             m = self.sg.match_of(n)
-            if m is not None and m.family == "rope":
+            if m is not None and m.kind is Kind.ROTARY:
                 half = "q" if n is m.extra.get("q_out") else "k"
                 x = m.extra[f"{half}_x"]
                 node = cm.graph.node(self.sg.nodes[self.sg.matches.index(m)].name)
@@ -167,7 +168,7 @@ class CompiledGraph:
                 hi = lo + int(np.prod(g.shape(g.root(x)))) // rows
                 lin = torch.from_numpy(full[:, lo:hi].copy()).reshape(g.shape(g.root(x)))
                 env[n] = replay_aliases(g.chain(x), lin).to(g.dtype(n))
-            elif m is not None and m.out is n and m.family != "attention":
+            elif m is not None and m.out is n and m.kind is not Kind.ATTENTION:
                 node = self.sg.nodes[self.sg.matches.index(m)]
                 buf, off = homes[node.name]
                 size = int(np.prod(g.shape(n)))
@@ -198,7 +199,7 @@ class CompiledGraph:
             self.report.lookups = cm.lookup_counts()
         tensors = {f"arg{i}": a for i, a in enumerate(args)}
         tables = {m.extra["rotary"]: (env[m.extra["cos"]], env[m.extra["sin"]])
-                  for m in self.sg.matches if m.family == "rope"}
+                  for m in self.sg.matches if m.kind is Kind.ROTARY}
         weights = _CallWeights(tensors, tables, self.sg.batch * self.sg.tokens)
         if not self.placed:
             cs.place({0: self.mem}, weights)

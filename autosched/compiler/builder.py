@@ -236,7 +236,7 @@ def link_stage(graph: OpGraph, b: Builder, nodes: tuple[OpNode, ...], *, name: s
         keep |= {b.home(n.name)[0] for n in graph}
     roles = {n.role: n for n in nodes}
     # the logits: the LM head's, or what the model computes from them (``logits`` role)
-    head, last = roles.get("logits") or roles.get("lm_head"), roles.get("argmax")
+    head, last = roles.get("logits") or roles.get("lm_head"), roles.get("next_token")
     logits, token = head.name if head else "", last.name if last else ""
     if head is not None and last is None and \
             "token" in family_of(head.workload).output_parts(graph, head):

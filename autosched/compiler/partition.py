@@ -31,7 +31,7 @@ _SPLIT: dict[str, tuple[str, ...]] = {
     "q_proj": ("n",), "k_proj": ("n",), "v_proj": ("n",), "qkv_proj": ("n",),
     "o_proj": ("k",), "ffn_gate": ("n",), "ffn_up": ("n",), "gate_up": ("n",),
     "ffn_down": ("k",), "ffn_silu": ("n",), "ffn_mul": ("n",), "lm_head": ("n",),
-    "rope": ("h",), "attn": ("h", "kvh"),
+    "qk_rotary": ("h",), "rotary": ("h",), "attn": ("h", "kvh"),
 }
 REDUCED = ("o_proj", "ffn_down")  # partial sums: all-reduced over the stage's devices
 

@@ -19,12 +19,13 @@ from autosched.ir import OpGraph, OpNode
 from .config import ModelConfig, ModelError
 from .export import ExportedStep, export_step
 from .lower import find_matches
+from .match import Kind
 from .module import build_module
 from .replicate import replicate
-from .roles import GEMV_MAX_M, to_nodes
+from .roles import to_nodes
 from .zoo import get_model_config
 
-__all__ = ["GEMV_MAX_M", "capture", "capture_nodes"]
+__all__ = ["capture", "capture_nodes"]
 
 
 def _rotary_path(ex: ExportedStep, node: torch.fx.Node) -> str:
@@ -60,21 +61,18 @@ def _token_major(ex: ExportedStep, matches: list, tokens: int, name: str) -> Non
         return
     made = {m.out: m for m in matches}
     for m in matches:
-        if m.family not in ("rope", "attention"):
+        if m.kind not in (Kind.ROTARY, Kind.ATTENTION):
             continue
         for x in m.ins:
             src = made.get(x)
             shape = ex.graph.shape(x)
-            if src is not None and src.family not in ("linear", "rope", *_NORM_FAMILIES) \
+            if src is not None and src.kind not in (Kind.LINEAR, Kind.ROTARY, Kind.NORM) \
                     and len(shape) == 4 and shape[1] > 1 and shape[2] == tokens:
                 raise ModelError(
-                    f"{name}: its {m.family} reads {src.family} op "
-                    f"{src.attrs.get('fn', src.family)} computed per head over {tokens} "
+                    f"{name}: its {m.op} reads {src.op} op "
+                    f"{src.attrs.get('fn', src.op)} computed per head over {tokens} "
                     "tokens; steps of one token (decode) are supported, prompts are not "
                     "yet for this model")
-
-
-_NORM_FAMILIES = ("rmsnorm", "layernorm")
 
 
 def _layer_list(model: torch.nn.Module, layers: int) -> str:
@@ -110,10 +108,10 @@ def capture_nodes(cfg: ModelConfig, *, batch: int, tokens: int, length: int,
     matches = find_matches(ex.graph)
     _token_major(ex, matches, tokens, cfg.name)
     for m in matches:
-        if m.family == "rope":
+        if m.kind is Kind.ROTARY:
             m.extra["rotary"] = _rotary_path(ex, m.extra["cos"])
             m.extra["rotary_kind"] = _rotary_kind(ex, m.extra["cos"])
-        if m.family == "attention":
+        if m.kind is Kind.ATTENTION:
             m.dims["l"] = length
     nodes = to_nodes(ex.graph, matches, cfg.dtype)
     if short:

@@ -20,7 +20,7 @@ __all__ = ["LIMITS", "MODEL_TYPES", "ModelConfig", "ModelError", "NORMS"]
 
 MODEL_TYPES = tuple(READERS)
 SUMMARY_TYPES = ("llama", "mistral", "qwen2")  # those a config without ``hf`` can describe
-NORMS = ("rmsnorm", "layernorm")
+NORMS = ("rms", "layer")  # the normalisation of the model: RMSNorm or LayerNorm
 # what a real device could hold: beyond these a size is a typo, not a model
 LIMITS = {"hidden": 1 << 17, "intermediate": 1 << 20, "layers": 1 << 10, "heads": 1 << 10,
           "kv_heads": 1 << 10, "head_dim": 1 << 10, "vocab": 1 << 22, "max_positions": 1 << 24}
@@ -60,7 +60,7 @@ class ModelConfig:
     attention_bias: bool = False
     dtype: str = "fp16"
     name: str = ""
-    norm: str = "rmsnorm"  # rmsnorm (the Llama family) | layernorm (with bias); eps: rms_eps
+    norm: str = "rms"  # rms (RMSNorm: the Llama family) | layer (LayerNorm); eps: rms_eps
     mlp_bias: bool = False
     hidden_act: str = "silu"
     rope_scaling: tuple[tuple[str, Any], ...] = ()

@@ -1,19 +1,28 @@
-"""ATen graph -> operator matches: every recogniser claims its nodes, the two rotary
-halves of an attention merge into one ``rope`` operator, cache writes join their
-attention, and every activation op left over runs on the host (:mod:`.fallback`)."""
+"""ATen graph -> operator matches: every family's recognisers claim their nodes (in their
+order), an op left over joins the family that absorbs it (a cache write its attention)
+or runs on the host as the model computes it (the family that claims leftovers), and
+each family makes its last pass (the two rotary halves of an attention merge)."""
 
 from __future__ import annotations
 
 import torch
 
+from autosched.families import families
+
 from .aten import AtenGraph, opname
 from .config import ModelError
-from .fallback import host_match
-from .patterns import RECOGNISERS, Match, new_values
+from .match import Kind, Match
 
-__all__ = ["find_matches"]
+__all__ = ["find_matches", "recognisers"]
 
 Node = torch.fx.Node
+
+
+def recognisers() -> list:
+    """Every family's recognisers, in the order they run (ties: registry order)."""
+    pairs = [(order, i, rec) for i, fam in enumerate(families())
+             for order, rec in fam.recognisers()]
+    return [rec for _, _, rec in sorted(pairs, key=lambda t: (t[0], t[1]))]
 
 
 def _closed(g: AtenGraph, m: Match) -> bool:
@@ -21,44 +30,6 @@ def _closed(g: AtenGraph, m: Match) -> bool:
     the graph returns the updated cache to its caller)."""
     inner = m.nodes - {m.out} - m.extra.get("writes", set())
     return all(u in m.nodes for n in inner for u in g.alias_users(n))
-
-
-def _claim_writes(g: AtenGraph, node: Node, attn: list[Match]) -> bool:
-    """A leftover write of new keys or values into a cache joins its attention."""
-    seen: set[Node] = set()
-    vals = new_values(g, node, seen)
-    if vals == [node]:  # not a write: the value itself
-        return False
-    for a in attn:
-        if vals and all(v in a.ins[1:] for v in vals):
-            a.nodes |= seen | {node}
-            return True
-    return False
-
-
-def _merge_ropes(g: AtenGraph, matches: list[Match], order: dict[Node, int]) -> list[Match]:
-    """One ``rope`` operator per attention from its q and k rotations (same tables)."""
-    by_out = {m.out: m for m in matches}
-    drop: set[int] = set()
-    for a in (m for m in matches if m.family == "attention"):
-        rq, rk = by_out.get(a.ins[0]), by_out.get(a.ins[1])
-        if rq is None or rk is None or rq.family != "rope" or rk.family != "rope" or \
-                g.root(rq.extra["cos"]) is not g.root(rk.extra["cos"]):
-            continue
-        rows = a.dims["b"] * a.dims["q"]
-        d = rq.dims["d"]
-        heads = rq.dims["h"] + rk.dims["h"]
-        later = max(rq, rk, key=lambda m: order[m.out])
-        merged = Match("rope", later.out, [rq.ins[0], rk.ins[0]], dict(m=rows, h=heads, d=d),
-                       nodes=rq.nodes | rk.nodes,
-                       extra={**rq.extra, "q_out": rq.out, "k_out": rk.out,
-                              "q_x": rq.extra["x"], "k_x": rk.extra["x"]})
-        drop |= {id(rq), id(rk)}
-        matches.append(merged)
-        a.extra["rope"] = merged
-    out = [m for m in matches if id(m) not in drop]
-    out.sort(key=lambda m: order[m.out])
-    return out
 
 
 def _empty(node: Node) -> bool:
@@ -77,7 +48,7 @@ def find_matches(g: AtenGraph) -> list[Match]:
     nodes = list(g.nodes())
     claimed: set[Node] = set()
     matches: list[Match] = []
-    for rec in RECOGNISERS:
+    for rec in recognisers():
         for node in reversed(nodes):
             if node in claimed or node not in g.active or g.is_alias(node):
                 continue
@@ -85,16 +56,18 @@ def find_matches(g: AtenGraph) -> list[Match]:
             if m is not None and not (m.nodes & claimed) and _closed(g, m):
                 claimed |= m.nodes
                 matches.append(m)
-    attn = [m for m in matches if m.family == "attention"]
+    fams = families()
+    rest = next(f for f in fams if f.claims_leftovers)
     for node in nodes:
         if node in claimed or node not in g.active or g.is_alias(node) or not g.users[node] \
                 and opname(node) == "getitem" or _empty(node) or _several(node):
             continue
-        if _claim_writes(g, node, attn):
-            claimed.add(node)
-            continue
-        matches.append(host_match(g, node))
+        if not any(f.absorbs(g, node, matches) for f in fams):
+            matches.append(rest.leftover(g, node))
         claimed.add(node)
-    if not any(m.family != "extern" for m in matches):
+    if all(m.kind is Kind.OP for m in matches):
         raise ModelError("no operator of the model was recognised; is it a decoder?")
-    return _merge_ropes(g, matches, {n: i for i, n in enumerate(g.graph.nodes)})
+    for f in fams:
+        matches = f.finish(g, matches)
+    order = {n: i for i, n in enumerate(g.graph.nodes)}
+    return sorted(matches, key=lambda m: order[m.out])

@@ -4,7 +4,7 @@ capture, or on the CPU with seeded random weights when no checkpoint is given.
 The class is the architecture's own causal LM (``AutoModelForCausalLM``'s mapping of its
 ``model_type``), built from the config the summary was read from.
 
-``norm="layernorm"`` swaps every RMSNorm of the module for ``torch.nn.LayerNorm`` (with
+``norm="layer"`` swaps every RMSNorm of the module for ``torch.nn.LayerNorm`` (with
 bias), as a user would. A user's own ``PreTrainedModel`` subclass is remembered by name
 (``ModelConfig.arch``) so capture builds that class, not the family's.
 """
@@ -60,8 +60,8 @@ def config_of_module(model: Any) -> ModelConfig:
     if type(model) is not module_class(cfg):
         arch = f"{type(model).__module__}.{type(model).__qualname__}"
         _CLASSES[arch] = type(model)
-    norm = "layernorm" if any(isinstance(m, torch.nn.LayerNorm) for m in model.modules()) \
-        else "rmsnorm"
+    norm = "layer" if any(isinstance(m, torch.nn.LayerNorm) for m in model.modules()) \
+        else "rms"
     return dataclasses.replace(cfg, arch=arch, norm=norm)
 
 
@@ -136,7 +136,7 @@ def build_module(cfg: ModelConfig, *, device: str = "meta", seed: int = 0,
             AssertionError) as e:  # a pad token outside the vocabulary asserts
         raise ModelError(f"model config {cfg.name!r}: transformers cannot build "
                          f"{cls.__name__}: {str(e).strip().splitlines()[-1:]}") from e
-    if cfg.norm == "layernorm":
+    if cfg.norm == "layer":
         _swap_norms(model, cfg, device, dt)
     if device == "cpu":
         init_weights(model, seed=seed, norms=norms)

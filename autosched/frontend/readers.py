@@ -46,15 +46,15 @@ def _falcon_kv(c: Any) -> int:
 
 @dataclass(frozen=True)
 class Reader:
-    """One architecture's row: its norm (``rmsnorm`` | ``layernorm``), the keys its
+    """One architecture's row: its norm (``rms`` | ``layer``), the keys its
     ``config.json`` must give, and readers for fields the aliases do not settle."""
 
-    norm: str = "rmsnorm"
+    norm: str = "rms"
     required: tuple[str, ...] = _LLAMA
     special: dict[str, Callable[[Any], Any]] = field(default_factory=dict)
 
 
-_LN = Reader(norm="layernorm")
+_LN = Reader(norm="layer")
 READERS: dict[str, Reader] = {
     **{mt: Reader() for mt in (
         "llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3_text", "phi3",
@@ -63,7 +63,7 @@ READERS: dict[str, Reader] = {
     "qwen2": Reader(special={"attention_bias": lambda c: True}),
     **{mt: _LN for mt in ("phi", "stablelm", "starcoder2", "gpt_neox", "cohere", "cohere2",
                           "olmo")},
-    "falcon": Reader(norm="layernorm", required=_BASE,
+    "falcon": Reader(norm="layer", required=_BASE,
                      special={"kv_heads": _falcon_kv, "mlp_bias": lambda c: bool(c.bias)}),
 }
 

@@ -13,10 +13,12 @@ followed by an activation (``ffn_silu``, or ``ffn_act`` for any other) then a pr
 ``ffn_gate`` (the product ``ffn_mul``, the other linear ``ffn_up``); one followed by an
 activation alone is ``ffn_up`` (``fc1``); the linear after them ``ffn_down``, a norm
 after it ``ffn_post_norm``, the add ``ffn_residual``. Outside the layers: ``embed``,
-``final_norm``, ``lm_head``, ``argmax``, and ``logits`` for what the argmax reads when it
-is computed after the LM head (scaled, soft-capped). A rotary operator of one tensor is
-``rotary``. A structure that does not fit leaves its nodes unnamed (role: the op).
-Nodes are named ``l{layer}.{role}`` (or the role), ``#2``... when a name repeats.
+``final_norm``, ``lm_head``, ``next_token``, and ``logits`` for what the next token is
+chosen from when it is computed after the LM head (scaled, soft-capped). The rotary
+operator of q | k is ``qk_rotary``, one of one tensor ``rotary``. A structure that does
+not fit leaves its nodes unnamed (role: a host op's name or function, else its kind:
+``linear``, ``norm``, ``pointwise``...). Nodes are named ``l{layer}.{role}`` (or the
+role), ``#2``... when a name repeats.
 """
 
 from __future__ import annotations
@@ -28,12 +30,9 @@ from search_spaces.workload import Workload
 
 from .aten import AtenGraph
 from .config import ModelError
-from .patterns import Match
+from .match import Kind, Match
 
-__all__ = ["GEMV_MAX_M", "to_nodes"]
-
-GEMV_MAX_M = 8
-_NORMS = ("rmsnorm", "layernorm")
+__all__ = ["to_nodes"]
 
 
 _PASS = ("mul", "add", "sub", "div", "getitem", "slice", "split", "split_with_sizes",
@@ -51,8 +50,8 @@ class _Walk:
         self.role: dict[int, str] = {}
         self.layer: dict[int, int] = {}
 
-    def fam(self, i: int) -> str:
-        return self.m[i].family
+    def fam(self, i: int) -> Kind:
+        return self.m[i].kind
 
     def fn(self, i: int) -> str:
         """The element-wise function or host op name of ``i`` ("" for other families)."""
@@ -75,12 +74,12 @@ class _Walk:
 
     def is_act(self, i: int) -> bool:
         """An activation: element-wise or host, one input, not arithmetic or a view."""
-        return self.fam(i) in ("elementwise", "extern") and len(self.inputs[i]) == 1 and \
+        return self.fam(i) in (Kind.POINTWISE, Kind.OP) and len(self.inputs[i]) == 1 and \
             self.fn(i) not in _PASS
 
     def scaled(self, i: int) -> int:
         """``i`` followed through ops of one input (a constant scale, ``x * (1 + w)``)."""
-        while len(self.users[i]) == 1 and self.fam(self.users[i][0]) == "extern" and \
+        while len(self.users[i]) == 1 and self.fam(self.users[i][0]) is Kind.OP and \
                 len(self.inputs[self.users[i][0]]) == 1:
             i = self.users[i][0]
         return i
@@ -88,9 +87,9 @@ class _Walk:
     def norm_before(self, i: int) -> int | None:
         """The norm whose (scaled) result ``i`` reads, else None."""
         j = self.inputs[i][0] if self.inputs[i] else None
-        while j is not None and self.fam(j) == "extern" and len(self.inputs[j]) == 1:
+        while j is not None and self.fam(j) is Kind.OP and len(self.inputs[j]) == 1:
             j = self.inputs[j][0]
-        return j if j is not None and self.fam(j) in _NORMS else None
+        return j if j is not None and self.fam(j) is Kind.NORM else None
 
     def linear_of(self, i: int | None) -> int | None:
         """The one linear that ``i`` is computed from (through views, slices, rotary),
@@ -101,9 +100,9 @@ class _Walk:
             if j in seen:
                 continue
             seen.add(j)
-            if self.fam(j) == "linear":
+            if self.fam(j) is Kind.LINEAR:
                 found.add(j)
-            elif self.fam(j) in ("extern", "elementwise", "rope", *_NORMS):
+            elif self.fam(j) in (Kind.OP, Kind.POINTWISE, Kind.ROTARY, Kind.NORM):
                 todo.extend(self.inputs[j])
         return found.pop() if len(found) == 1 else None
 
@@ -113,7 +112,7 @@ class _Walk:
         if lin is None:
             return None
         j = self.scaled(lin)
-        post = self.one(j, lambda u: self.fam(u) in _NORMS)
+        post = self.one(j, lambda u: self.fam(u) is Kind.NORM)
         if post is not None and len(self.users[j]) == 1:
             self.set(post, f"{what}_post_norm", i)
             j = self.scaled(post)
@@ -121,18 +120,18 @@ class _Walk:
 
     def layer_roles(self, a: int, i: int) -> None:
         m, ins = self.m[a], self.inputs[a]
-        rope = m.extra.get("rope")
+        rope = m.extra.get("qk_rotary")
         self.set(a, "attn", i)
         if rope is not None:
             r = self.m.index(rope)
-            self.set(r, "rope", i)
+            self.set(r, "qk_rotary", i)
             q, k = self.inputs[r][:2]
         else:
             q, k = ins[0], ins[1 if len(ins) > 2 else 0]
         v = ins[-1]
         lins = []
         for node, what in ((q, "q"), (k, "k"), (v, "v")):
-            if self.fam(node) in _NORMS and what != "v":
+            if self.fam(node) is Kind.NORM and what != "v":
                 self.set(node, f"{what}_norm", i)
                 node = self.inputs[node][0] if self.inputs[node] else node
             lins.append(self.linear_of(node))
@@ -143,18 +142,18 @@ class _Walk:
                 self.set(node, role, i)
         anorm = self.norm_before(lins[0]) if lins[0] is not None else None
         self.set(anorm, "attn_norm", i)
-        o = self.one(a, lambda u: self.fam(u) == "linear")
+        o = self.one(a, lambda u: self.fam(u) is Kind.LINEAR)
         self.set(o, "o_proj", i)
         res = self.after(o, i, "attn")
         self.set(res, "attn_residual", i)
-        if anorm is not None and any(self.fam(u) == "linear" and u not in lins
+        if anorm is not None and any(self.fam(u) is Kind.LINEAR and u not in lins
                                      for u in self.users[self.scaled(anorm)]):
             self.mlp_roles(anorm, i)  # attention and MLP read one norm (parallel)
             return
         src = self.inputs[anorm][0] if anorm is not None and self.inputs[anorm] else None
-        fnorm = self.one(res, lambda u: self.fam(u) in _NORMS) if res is not None else None
+        fnorm = self.one(res, lambda u: self.fam(u) is Kind.NORM) if res is not None else None
         if src is not None and (fnorm is None or self.role.get(fnorm)):
-            fnorm = next((u for u in self.users[src] if self.fam(u) in _NORMS
+            fnorm = next((u for u in self.users[src] if self.fam(u) is Kind.NORM
                           and u != anorm and u not in self.role), None)  # two norms, one input
         self.set(fnorm, "ffn_norm", i)
         self.mlp_roles(fnorm, i)
@@ -162,7 +161,7 @@ class _Walk:
     def mlp_roles(self, fnorm: int | None, i: int) -> None:
         if fnorm is None:
             return
-        lins = [u for u in self.users[self.scaled(fnorm)] if self.fam(u) == "linear"
+        lins = [u for u in self.users[self.scaled(fnorm)] if self.fam(u) is Kind.LINEAR
                 and u not in self.role]
         last = None
         for lin in lins:
@@ -183,16 +182,13 @@ class _Walk:
             break
         for u in lins:
             self.set(u, "ffn_up", i)
-        down = self.one(last, lambda u: self.fam(u) == "linear") if last is not None else None
+        down = self.one(last, lambda u: self.fam(u) is Kind.LINEAR) if last is not None else None
         self.set(down, "ffn_down", i)
         self.set(self.after(down, i, "ffn"), "ffn_residual", i)
 
 
 def _workload(m: Match, dtype: str) -> Workload:
-    fam = m.family
-    if fam == "linear":
-        fam = "gemv" if m.dims["m"] <= GEMV_MAX_M else "gemm"
-    return Workload.make(fam, dtype, m.attrs or None, **m.dims)
+    return Workload.make(m.op, dtype, m.attrs or None, **m.dims)
 
 
 def to_nodes(g: AtenGraph, matches: list[Match], dtype: str) -> list[OpNode]:
@@ -211,32 +207,33 @@ def to_nodes(g: AtenGraph, matches: list[Match], dtype: str) -> list[OpNode]:
             if ph is not None and ph.kind == "ids":
                 continue
             if x not in prod:
-                raise ModelError(f"{m.family} operator reads {x.name}, which no operator of "
+                raise ModelError(f"{m.op} operator reads {x.name}, which no operator of "
                                  "the captured graph produces")
-            if prod[x] not in ins or m.family == "extern":
+            if prod[x] not in ins or m.kind is Kind.OP:
                 ins.append(prod[x])
         inputs.append(ins)
     w = _Walk(matches, inputs)
-    attns = [i for i, m in enumerate(matches) if m.family == "attention"]
+    attns = [i for i, m in enumerate(matches) if m.kind is Kind.ATTENTION]
     for layer, a in enumerate(attns):
         w.layer_roles(a, layer)
     for i, m in enumerate(matches):
-        if m.family == "embedding":
+        if m.kind is Kind.LOOKUP:
             w.set(i, "embed", None)
-        elif m.family == "argmax":
-            w.set(i, "argmax", None)
+        elif m.kind is Kind.SELECT:
+            w.set(i, "next_token", None)
             head = inputs[i][0] if inputs[i] else None
-            if head is not None and w.fam(head) == "linear":
+            if head is not None and w.fam(head) is Kind.LINEAR:
                 w.set(head, "lm_head", None)
-                if inputs[head] and w.fam(inputs[head][0]) in _NORMS:
+                if inputs[head] and w.fam(inputs[head][0]) is Kind.NORM:
                     w.set(inputs[head][0], "final_norm", None)
     for i, m in enumerate(matches):  # logits computed after the LM head (scaled, capped)
-        if m.family == "argmax" and inputs[i] and i in w.role and inputs[i][0] not in w.role:
+        if m.kind is Kind.SELECT and inputs[i] and i in w.role and inputs[i][0] not in w.role:
             w.set(inputs[i][0], "logits", None)
-    last_linear = max((i for i, m in enumerate(matches) if m.family == "linear"), default=None)
+    last_linear = max((i for i, m in enumerate(matches) if m.kind is Kind.LINEAR),
+                      default=None)
     if last_linear is not None and last_linear not in w.role:  # logits without an argmax
         w.set(last_linear, "lm_head", None)
-        if inputs[last_linear] and w.fam(inputs[last_linear][0]) in _NORMS:
+        if inputs[last_linear] and w.fam(inputs[last_linear][0]) is Kind.NORM:
             w.set(inputs[last_linear][0], "final_norm", None)
     names: list[str] = []
     nodes: list[OpNode] = []
@@ -246,8 +243,8 @@ def to_nodes(g: AtenGraph, matches: list[Match], dtype: str) -> list[OpNode]:
             layer = next((w.layer[j] for j in inputs[i] if j in w.layer), None)
             if layer is not None:
                 w.layer[i] = layer
-        role = w.role.get(i) or (m.attrs["fn"].split("-")[0] if m.family == "extern" else
-                                 "rotary" if m.family == "rope" else m.family)
+        role = w.role.get(i) or (m.attrs["fn"].split("-")[0] if m.kind is Kind.OP else
+                                 "rotary" if m.kind is Kind.ROTARY else m.kind.name.lower())
         base = role if layer is None else f"l{layer}.{role}"
         name, k = base, 2
         while name in names:

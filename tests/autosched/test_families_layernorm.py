@@ -15,7 +15,7 @@ from sim.hwio import load_hardware
 from sim.timing import simulate
 
 LN = ModelConfig("llama", hidden=96, intermediate=160, layers=2, heads=4, kv_heads=2,
-                 head_dim=32, vocab=211, max_positions=32, norm="layernorm", name="ln-test")
+                 head_dim=32, vocab=211, max_positions=32, norm="layer", name="ln-test")
 
 
 def test_space_is_the_host_op_and_the_bound_holds() -> None:

@@ -18,7 +18,7 @@ from autosched.frontend.capture import capture_nodes
 from autosched.ir import OpGraph
 from autosched.pipeline import model_graph
 
-LAYER_ROLES = ["attn_norm", "q_proj", "k_proj", "v_proj", "rope", "attn", "o_proj",
+LAYER_ROLES = ["attn_norm", "q_proj", "k_proj", "v_proj", "qk_rotary", "attn", "o_proj",
                "attn_residual", "ffn_norm", "ffn_gate", "ffn_silu", "ffn_up", "ffn_mul",
                "ffn_down", "ffn_residual"]
 SMALL = ModelConfig("llama", hidden=64, intermediate=96, layers=5, heads=4, kv_heads=2,
@@ -34,7 +34,7 @@ def test_tiny_decode_nodes(tiny_decode: OpGraph) -> None:
     g = tiny_decode
     assert (g.phase, g.model, g.batch, g.tokens, g.context) == ("decode", "llama-tiny", 1, 1, 128)
     roles = [n.role for n in g]
-    assert roles == ["embed"] + LAYER_ROLES * 4 + ["final_norm", "lm_head", "argmax"]
+    assert roles == ["embed"] + LAYER_ROLES * 4 + ["final_norm", "lm_head", "next_token"]
     assert [n.layer for n in g][1:-3] == [i for i in range(4) for _ in LAYER_ROLES]
     gemvs = [n for n in g if n.workload.op == "gemv"]
     assert len(gemvs) == 4 * 7 + 1 and all(n.workload.dtype == "fp16" for n in gemvs)
@@ -44,13 +44,13 @@ def test_tiny_decode_nodes(tiny_decode: OpGraph) -> None:
     assert dims["ffn_gate"] == dims["ffn_up"] == dict(m=1, n=688, k=256)
     assert dims["ffn_down"] == dict(m=1, n=256, k=688)
     assert dims["attn"] == dict(b=1, q=1, h=8, kvh=4, d=32, l=128)
-    assert dims["rope"] == dict(m=1, h=12, d=32)
+    assert dims["qk_rotary"] == dict(m=1, h=12, d=32)
     assert dims["attn_norm"] == dict(m=1, n=256)
     assert g.node("l2.attn_norm").workload.attr("eps") == 1e-5
     assert g.node("l2.ffn_silu").workload.attr("fn") == "silu"
     assert g.node("embed").workload.dims == dict(m=1, n=256, v=4096)
     assert g.node("lm_head").workload.dims == dict(m=1, n=4096, k=256)
-    assert g.node("argmax").workload.dims == dict(m=1, n=4096)
+    assert g.node("next_token").workload.dims == dict(m=1, n=4096)
 
 
 def test_nodes_name_their_parameters(tiny_decode: OpGraph) -> None:
@@ -58,18 +58,18 @@ def test_nodes_name_their_parameters(tiny_decode: OpGraph) -> None:
     assert g.node("l3.q_proj").param("W") == "model.layers.3.self_attn.q_proj.weight"
     assert g.node("l0.ffn_norm").param("w") == "model.layers.0.post_attention_layernorm.weight"
     assert g.node("embed").param("table") == "model.embed_tokens.weight"
-    assert g.node("l1.rope").param("rotary") == "model.rotary_emb"
+    assert g.node("l1.qk_rotary").param("rotary") == "model.rotary_emb"
     assert g.node("lm_head").param("W") == "lm_head.weight"
 
 
 def test_tiny_decode_edges(tiny_decode: OpGraph) -> None:
     g = tiny_decode
     assert g.node("l0.attn_norm").inputs == ("embed",)
-    assert g.node("l1.rope").inputs == ("l1.q_proj", "l1.k_proj")
-    assert g.node("l1.attn").inputs == ("l1.rope", "l1.v_proj")
+    assert g.node("l1.qk_rotary").inputs == ("l1.q_proj", "l1.k_proj")
+    assert g.node("l1.attn").inputs == ("l1.qk_rotary", "l1.v_proj")
     assert g.node("l1.attn_residual").inputs == ("l0.ffn_residual", "l1.o_proj")
     assert g.node("l3.ffn_mul").inputs == ("l3.ffn_silu", "l3.ffn_up")
-    assert g.node("argmax").inputs == ("lm_head",)
+    assert g.node("next_token").inputs == ("lm_head",)
     assert OpGraph.from_json(g.to_json()) == g
 
 
@@ -152,7 +152,7 @@ def test_eager_attention_and_layernorm_spellings(monkeypatch) -> None:
         return real(cls, config, **kw)
 
     monkeypatch.setattr(transformers.LlamaForCausalLM, "_from_config", classmethod(eager))
-    g = capture(dataclasses.replace(SMALL, layers=1, norm="layernorm"), context=8)
+    g = capture(dataclasses.replace(SMALL, layers=1, norm="layer"), context=8)
     assert [n.role for n in g if n.layer == 0] == LAYER_ROLES
     assert g.node("l0.attn").workload.dims == dict(b=1, q=1, h=4, kvh=2, d=16, l=8)
     assert g.node("l0.attn_norm").workload.op == "layernorm"

@@ -57,10 +57,10 @@ def test_qwen2_tied_head_and_biases() -> None:
 
 
 def test_layernorm_variant_swaps_every_norm() -> None:
-    m = build_module(dataclasses.replace(TINY, norm="layernorm"), device="cpu")
+    m = build_module(dataclasses.replace(TINY, norm="layer"), device="cpu")
     norms = [x for x in m.modules() if isinstance(x, torch.nn.LayerNorm)]
     assert len(norms) == 2 * TINY.layers + 1 and norms[0].bias is not None
-    assert config_of_module(m).norm == "layernorm"
+    assert config_of_module(m).norm == "layer"
 
 
 class ScaledEmbeddingLlama(transformers.LlamaForCausalLM):

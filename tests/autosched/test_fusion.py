@@ -97,7 +97,7 @@ def test_reference_matches_the_torch_model(phase, decode, prefill):
     want = logits.double().numpy().reshape(graph.batch, -1)
     # float32 torch against float64 numpy through 4 layers: a few float32 ulps of the sums
     np.testing.assert_allclose(out["lm_head"], want, atol=2e-5 * np.abs(want).max())
-    np.testing.assert_array_equal(out["argmax"][:, 0], want.argmax(-1))
+    np.testing.assert_array_equal(out["next_token"][:, 0], want.argmax(-1))
     if caches:  # the new token's key was written where torch wrote it
         np.testing.assert_allclose(caches["l3.attn"][0], cache.layers[3].keys.double().numpy(),
                                    atol=1e-5)
@@ -116,8 +116,8 @@ def test_every_plan_keeps_the_outputs(plan, decode, prefill):
         vocab = ref["lm_head"].shape[1]
         np.testing.assert_allclose(got["lm_head"][:, :vocab], ref["lm_head"], rtol=1e-10,
                                    atol=1e-10)
-        token = got["lm_head"][:, vocab:] if plan["argmax_epilogue"] else got["argmax"]
-        np.testing.assert_array_equal(token, ref["argmax"])
+        token = got["lm_head"][:, vocab:] if plan["argmax_epilogue"] else got["next_token"]
+        np.testing.assert_array_equal(token, ref["next_token"])
         for name, (k, v) in base_caches.items():
             np.testing.assert_allclose(fused_caches[name][0], k, atol=1e-10)
             np.testing.assert_allclose(fused_caches[name][1], v, atol=1e-10)
@@ -171,16 +171,16 @@ def test_merged_outputs_are_sliced_by_views(decode):
     assert qkv.workload.attr("prologue") == "rmsnorm" and qkv.workload.attr("eps") == 1e-5
     assert output_parts(merged, qkv) == {"q": (0, hd), "k": (hd, hd + kvd),
                                          "v": (hd + kvd, hd + 2 * kvd)}
-    assert operands(merged, merged.node("l0.rope")) == {
+    assert operands(merged, merged.node("l0.qk_rotary")) == {
         "x": (FusedView("l0.qkv_proj", 0, hd + kvd),)}
     att = operands(merged, merged.node("l0.attn"))
     assert att["v"] == (FusedView("l0.qkv_proj", hd + kvd, hd + 2 * kvd),)
-    assert att["q"] == (FusedView("l0.rope", 0, hd),)
+    assert att["q"] == (FusedView("l0.qk_rotary", 0, hd),)
     gu = merged.node("l0.gate_up")
     assert gu.workload.attr("epilogue") == "silu_mul" and gu.workload.dims["n"] == 2 * 688
     down = operands(merged, merged.node("l0.ffn_down"))
     assert down == {"x": (FusedView("l0.gate_up", 0, 688),), "r": (FusedView("l0.o_proj", 0, 256),)}
-    unfused_rope = operands(decode, decode.node("l0.rope"))["x"]
+    unfused_rope = operands(decode, decode.node("l0.qk_rotary"))["x"]
     assert unfused_rope == (FusedView("l0.q_proj", 0, hd), FusedView("l0.k_proj", 0, kvd))
 
 
@@ -199,7 +199,7 @@ def test_full_plan_rotates_in_qkv_and_normalises_in_the_residual_linears(decode)
     assert operands(full, full.node("l0.qkv_proj")) == {"x": (FusedView("embed", 256, 512),)}
     assert operands(full, full.node("l0.o_proj"))["r"] == (FusedView("embed", 0, 256),)
     head = full.node("lm_head")
-    assert "argmax" not in [n.role for n in full] and head.workload.attr("epilogue") == "argmax"
+    assert "next_token" not in [n.role for n in full] and head.workload.attr("epilogue") == "argmax"
     assert output_parts(full, head) == {"out": (0, CFG.vocab), "token": (CFG.vocab,
                                                                           CFG.vocab + 1)}
     att = operands(full, full.node("l1.attn"))
@@ -266,15 +266,15 @@ def test_a_plan_recorded_before_argmax_epilogue_reads_it_as_off(decode):
     old = {k: v for k, v in FULL_FUSION.items() if k != "argmax_epilogue"}
     assert apply_fusion(decode, old) == apply_fusion(decode, {**FULL_FUSION,
                                                               "argmax_epilogue": False})
-    assert "argmax" in [n.role for n in apply_fusion(decode, old)]
+    assert "next_token" in [n.role for n in apply_fusion(decode, old)]
 
 
 def test_logits_read_by_more_than_their_argmax_keep_the_argmax_node(decode):
     nodes = list(decode.nodes)
     extra = type(nodes[-1])("probe", Workload.make("argmax", m=2, n=CFG.vocab), ("lm_head",),
-                            None, "argmax")
+                            None, "next_token")
     odd = type(decode)((*nodes, extra), decode.phase, decode.model, decode.batch,
                        decode.tokens, decode.context)
     fused = apply_fusion(odd, {**NO_FUSION, "argmax_epilogue": True})
     assert fused.node("lm_head").workload.attr("epilogue") is None
-    assert [n.name for n in fused if n.workload.op == "argmax"] == ["argmax", "probe"]
+    assert [n.name for n in fused if n.workload.op == "argmax"] == ["next_token", "probe"]

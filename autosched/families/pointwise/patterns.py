@@ -146,7 +146,7 @@ def merge_ropes(g: AtenGraph, matches: list[Match]) -> list[Match]:
                               "q_x": rq.extra["x"], "k_x": rk.extra["x"]})
         drop |= {id(rq), id(rk)}
         matches.append(merged)
-        a.extra["rope"] = merged
+        a.extra["qk_rotary"] = merged
     out = [m for m in matches if id(m) not in drop]
     out.sort(key=lambda m: order[m.out])
     return out

@@ -23,12 +23,12 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
-from autosched.families.pointwise.families import BUFFER, POSITIONS
+from autosched.frontend.aten import AtenGraph, opname, replay_aliases
+from autosched.frontend.match import Kind, Match
+from autosched.ir.errors import ModelError
 from sim.host_ops import register_extern
 
-from .aten import AtenGraph, opname, replay_aliases
-from .config import ModelError
-from .patterns import Match
+from .families import BUFFER, POSITIONS
 
 __all__ = ["host_match"]
 
@@ -176,6 +176,6 @@ def host_match(g: AtenGraph, node: Node) -> Match:
     if opname(target) in _MATMULS:
         flops = 2 * m * n * AtenGraph.shape(g.root(acts[0]))[-1] if acts else flops
     attrs = {"fn": key, "ins": ins, "params": pshapes, "flops": flops}
-    return Match("extern", node, [g.root(a) for a in acts], dict(m=m, n=n), attrs,
+    return Match(Kind.OP, "extern", node, [g.root(a) for a in acts], dict(m=m, n=n), attrs,
                  {f"p{i}": _leaf_name(g, p) for i, p in enumerate(leaves)}, {node},
                  extra={"op": str(target.target), "where": where})
