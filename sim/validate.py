@@ -249,6 +249,13 @@ class _Checker:
             self.fail(f"{ins.mode} mode needs register_lanes ({p.register_lanes}) == "
                       f"lanes ({p.lanes})")
         width = ins.ncols if ins.mode == "bcast" else ins.ncols * p.lanes
+        if ins.fmt:
+            if not self.hw.takes(ins.fmt):
+                self.fail(f"mac over {ins.fmt} weights: {self.hw.name}'s units do not take "
+                          f"{ins.fmt} (formats.weights)")
+            if ins.mode != "dot":
+                self.fail(f"mac over {ins.fmt} weights needs dot mode (the adder tree)")
+            width *= self.hw.density(ins.fmt)
         self.span(ins.gb, width, self.gb, "global buffer")
 
 
