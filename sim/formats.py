@@ -21,8 +21,8 @@ import numpy as np
 
 from .errors import AutoschedError
 
-__all__ = ["FLOAT_FORMATS", "Quantized", "WeightFormat", "dequantize", "pack_int32",
-           "quantize_rtn", "unpack_int32", "weight_format"]
+__all__ = ["FLOAT_FORMATS", "Quantized", "WeightFormat", "dequant_site", "dequantize",
+           "pack_int32", "quantize_rtn", "unpack_int32", "weight_format"]
 
 FLOAT_FORMATS = ("fp16", "bf16", "fp32")
 _NAME = re.compile(r"^w(4|8)(?:g(\d+))?(a?)$")
@@ -90,6 +90,17 @@ def weight_format(name: str) -> WeightFormat:
     if bits == 4 and not group:
         raise AutoschedError(f"weight format {name!r}: int4 needs a group size (w4g128)")
     return WeightFormat(bits, group, not asym)
+
+
+def dequant_site(fmt: WeightFormat, hw) -> str:
+    """Where weights of ``fmt`` are dequantized on device ``hw`` (a ``Hardware``): ``float``
+    (not quantized), ``bank`` (the units take the format and its group: the banks hold
+    codes and scales) or ``load`` (the host dequantizes once, at load; the banks hold
+    ``pim.dtype`` values)."""
+    if not fmt.quantized:
+        return "float"
+    ok = hw.takes(fmt.kind) and (not fmt.group or fmt.group in hw.formats.group_sizes)
+    return "bank" if ok else "load"
 
 
 @dataclass(frozen=True)

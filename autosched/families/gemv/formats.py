@@ -26,6 +26,7 @@ from functools import lru_cache
 
 from search_spaces import Categorical, Param, Space, Workload
 from sim.formats import WeightFormat, weight_format
+from sim.formats import dequant_site as site_of
 from sim.hardware import Hardware
 from sim.isa import Mac
 from sim.kernels import Kernel
@@ -41,11 +42,7 @@ def format_of(workload: Workload) -> WeightFormat:
 
 def dequant_site(workload: Workload, hw: Hardware) -> str:
     """``float``, ``bank`` or ``load`` (see the module docstring)."""
-    fmt = format_of(workload)
-    if not fmt.quantized:
-        return "float"
-    ok = hw.takes(fmt.kind) and (not fmt.group or fmt.group in hw.formats.group_sizes)
-    return "bank" if ok else "load"
+    return site_of(format_of(workload), hw)
 
 
 @lru_cache(maxsize=64)
