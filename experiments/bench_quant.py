@@ -120,7 +120,7 @@ def features(rows: list[dict]) -> list[dict]:
     return out
 
 
-def markdown(rows: list[dict], feats: list[dict], big: dict) -> str:
+def markdown(rows: list[dict], feats: list[dict], big: dict | None) -> str:
     ref = {(r["model"]): r for r in rows if r["format"] == "fp16" and r["hardware"] in
            list_device_presets() and r["hardware"] == "aim-gddr6"}
     lines = ["| model | weights | device | dequant | tokens/s | mJ/token | MB/token | "
@@ -137,6 +137,8 @@ def markdown(rows: list[dict], feats: list[dict], big: dict) -> str:
     for f in feats:
         lines.append(f"| {f['variant']} | {f['takes']} | {f['added_mm2_per_unit']:.3f} | "
                      f"{f['model']} | {f['format']} | {f['speedup_vs_base']:.2f}x |")
+    if big is None:
+        return "\n".join(lines)
     lines += ["", f"{big['model']} on {big['system']} ({big['devices']} devices): "
               + (f"fits, {big['partition']}, {big['tokens_per_s']:,.0f} tokens/s, "
                  f"{big['free_gb_per_device']:.1f} GB free per device" if big["fits"]
