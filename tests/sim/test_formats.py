@@ -92,3 +92,18 @@ def test_formats_need_an_adder_tree() -> None:
     d["pim"]["adder_tree"] = False
     with pytest.raises(HardwareError, match="adder_tree"):
         load_hardware(d)
+
+
+def test_a_format_mac_is_refused_where_the_units_do_not_take_it() -> None:
+    from sim.isa import Act, Mac, Pre
+    from sim.program import Buffer, Program, Stream
+    from sim.validate import validate
+
+    mac = Mac(0, 1, 0, 1, 0, 0, "dot", 0, "int4")
+    prog = Program((Stream("pim", "pim", (0,), (Act(0, 1, 0), mac, Pre(0, 1))),),
+                   (Buffer("x", "bf16", 64),))
+    validate(prog, load_hardware("aim-gddr6-int4"))
+    with pytest.raises(AutoschedError, match="do not take int4"):
+        validate(prog, load_hardware("aim-gddr6"))
+    assert '"fmt"' not in Program(prog.streams[:0] + (Stream("pim", "pim", (0,), (
+        Act(0, 1, 0), Mac(0, 1, 0, 1, 0, 0, "dot", 0), Pre(0, 1))),), prog.buffers).to_json()
