@@ -138,7 +138,7 @@ def dequantized(get: Any, module: str, fmt: WeightFormat) -> np.ndarray | None:
     zero = np.zeros(scale_np.shape, np.int8)
     if zp is not None and not fmt.symmetric:
         z = zp[0]
-        zero = unpack_int32(z, fmt.bits, n, 0) if z.dtype == np.int32 and fmt.bits < 8 \
+        zero = unpack_int32(z, fmt.bits, n, 0) if z.dtype == np.int32 \
             else z.astype(np.int8)
     scale_np = scale_np.reshape(n, -1)
     return dequantize(Quantized(q, scale_np.astype(np.float32), zero.reshape(n, -1), fmt),

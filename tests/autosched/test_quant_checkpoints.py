@@ -89,3 +89,39 @@ def test_unsupported_quantization_configs_are_refused(change, why: str) -> None:
         qc.update(change)
     with pytest.raises(ModelError, match=why):
         quant_fields({"quantization_config": qc}, "m")
+
+
+@pytest.mark.parametrize("bits,group,sym,fmt", [(4, 32, False, "pack-quantized"),
+                                                (4, 64, True, "pack-quantized"),
+                                                (8, None, True, "int-quantized"),
+                                                (8, 128, False, "pack-quantized")])
+def test_every_scheme_reads_as_compressed_tensors_dequantizes_it(tmp_path, bits, group, sym,
+                                                                 fmt) -> None:
+    from autosched.frontend.source import load_source
+
+    folder = quantized_checkpoint(tmp_path / "ck", bits=bits, group=group, symmetric=sym,
+                                  fmt=fmt)
+    src = load_source(str(folder))
+    want = f"w{bits}" + (f"g{group}" if group else "") + ("" if sym else "a")
+    assert src.cfg.quant == want
+    for name in ("model.layers.0.self_attn.k_proj", "model.layers.1.mlp.up_proj"):
+        mine = src.weights.get(name + ".weight")
+        theirs = src.reference.get_submodule(name).weight.detach().numpy()
+        assert np.array_equal(mine, theirs), name
+
+
+def test_a_packed_tensor_of_the_wrong_shape_is_refused(folders, tmp_path) -> None:
+    from safetensors.torch import load_file, save_file
+
+    from autosched.frontend.source import load_source
+
+    src = folders["w4g128"]
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "config.json").write_text((src / "config.json").read_text())
+    tensors = load_file(src / "model.safetensors")
+    name = "model.layers.0.mlp.up_proj.weight_packed"
+    tensors[name] = tensors[name][:, :-1].contiguous()
+    save_file(tensors, bad / "model.safetensors", metadata={"format": "pt"})
+    with pytest.raises(ModelError, match="weight_packed has shape"):
+        load_source(str(bad))
