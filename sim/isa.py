@@ -214,13 +214,16 @@ class RdAcc(Instr):
 
 @dataclass(frozen=True)
 class RdBank(Instr):
-    """Read ``ncols`` columns of one bank's open row from ``col`` to the host."""
+    """Read ``ncols`` columns of one bank's open row from ``col`` to the host. ``fmt``
+    (``int8``/``int4``): the row holds packed weights of that format, which the host
+    dequantizes as they arrive (``hw.density(fmt)`` values per column element slot)."""
 
     op: ClassVar[str] = "rd"
     bank: int
     col: Affine
     ncols: int
     dst: BufRef
+    fmt: str = ""
 
 
 @dataclass(frozen=True)

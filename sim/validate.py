@@ -232,7 +232,10 @@ class _Checker:
             self.bufref(ins.dst, "dst", units * ins.nregs * p.register_lanes)
             self.per_channel(ins.dst, "dst")
         elif kind is RdBank:
-            self.bufref(ins.dst, "dst", ins.ncols * p.lanes)
+            if ins.fmt and not self.hw.takes(ins.fmt):
+                self.fail(f"rd of {ins.fmt} weights: {hw.name} holds no {ins.fmt} rows "
+                          "(formats.weights)")
+            self.bufref(ins.dst, "dst", ins.ncols * p.lanes * hw.density(ins.fmt))
             self.per_channel(ins.dst, "dst")
         elif kind is WrBank:
             self.bufref(ins.src, "src", ins.ncols * p.lanes)

@@ -181,7 +181,8 @@ def weights_line(graph: Any, hw: Any) -> str | None:
         fmt = weight_format(name)
         if dequant_site(fmt, hw) == "bank":
             parts.append(f"{name} on {count} linears: packed {fmt.kind} codes and scales in "
-                         "the banks, dequantized in the bank")
+                         "the banks, dequantized in the bank (by the host for a linear "
+                         "placed there)")
         else:
             parts.append(f"{name} on {count} linears: DEQUANTIZED AT LOAD to {hw.pim.dtype} "
                          f"({hw.name}'s units do not take {fmt.kind}"

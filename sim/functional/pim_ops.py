@@ -138,7 +138,8 @@ def _rdacc(st: ChannelState, ins: RdAcc, ev: Eval, host: HostBuffers) -> None:
 
 def _rd(st: ChannelState, ins: RdBank, ev: Eval, host: HostBuffers) -> None:
     bsl, bidx = st.banks(ins.bank, 0)
-    v = st.read_cols(bsl, bidx, ev(ins.col), ins.ncols * st.lanes)
+    per = st.lanes * st.hw.density(ins.fmt)  # a packed row: the values the host dequantizes
+    v = st.read_cols(bsl, bidx, ev(ins.col), ins.ncols * per, per)
     host.write(ins.dst.buf, ev(ins.dst.offset), v.reshape(st.n, -1))
 
 

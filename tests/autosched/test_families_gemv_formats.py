@@ -60,3 +60,24 @@ def test_int4_in_bank_is_four_times_denser_and_faster() -> None:
         rows[dt] = fam.weight_bytes(w, hw)
     assert rows["w4g128"] < 0.27 * rows["fp16"] and rows["w8"] < 0.51 * rows["fp16"]
     assert lat["fp16"] / lat["w4g128"] > 3.0 and lat["fp16"] / lat["w8"] > 1.7
+
+
+@pytest.mark.parametrize("hw_name,dtype", [("aim-gddr6-int4", "w4g128"), ("hbm-pim-int8", "w8")])
+def test_the_host_reads_packed_rows_and_dequantizes(hw_name: str, dtype: str) -> None:
+    hw = load_hardware(hw_name)
+    w = Workload.make("gemm", dtype, m=16, n=256, k=512)
+    fam = family_of(w)
+    point = fam.side_point(w, hw, "host")
+    kern = fam.lower(w, point, hw)
+    assert f'"fmt":"{weight_format(dtype).kind}"' in kern.program.to_json().replace(" ", "")
+    rng = np.random.default_rng(1)
+    wt = dequantize(quantize_rtn(rng.standard_normal((256, 512)).astype(np.float32),
+                                 weight_format(dtype)), "fp16")
+    x = rng.standard_normal((16, 512)).astype(np.float32)
+    want = round_to(x, hw.pim.dtype).astype(np.float64) @ \
+        round_to(wt, hw.pim.dtype).astype(np.float64).T
+    y = kern.run(hw, {"x": x, "W": wt})
+    assert np.abs(y - want).max() <= 1e-3 * np.abs(want).max()
+    assert simulate(kern.program, hw).latency_ns >= fam.bound(w, hw)
+    big = Workload.make("gemm", dtype, m=64, n=4096, k=4096)  # weight reuse: the host's
+    assert family_of(big).default(big, hw)["placement"] == "host"

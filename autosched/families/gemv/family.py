@@ -24,8 +24,7 @@ from ..base import Family, Option
 from ..common import head_split, joined, norm_weight, rms_norm, rope_tables, rotate, silu
 from . import fit, fusion
 from .attrs import gemv_attrs
-from .bound import gemv_bound, gemv_bound_terms
-from .formats import dequant_site, format_device, format_of, pim_only, tag_format
+from .formats import dequant_site, format_device, format_of, format_terms, tag_format
 from .lowering import gemv_kernel
 from .resident import pin_layout
 
@@ -45,13 +44,16 @@ class GemvFamily(Family):
     # view of the device (``formats.format_device``): every question below asks it.
     def space(self, workload: Workload, hw: Hardware) -> Space:
         gemv_attrs(workload)
-        dev = format_device(workload, hw)
-        space = gemv_space(workload, dev)
-        return space if dev is hw else pim_only(space)
+        return gemv_space(workload, format_device(workload, hw))
 
     def default(self, workload: Workload, hw: Hardware) -> dict:
         dev = format_device(workload, hw)
-        return gemv_default(workload, dev, placement=None if dev is hw else "pim")
+        if dev is not hw and workload.op == "gemm":  # the host reads packed codes: its side
+            t = format_terms(workload, hw)            # weighed at their bytes
+            host = self.side_point(workload, hw, "host") if t["host"] < t["pim"] else None
+            if host is not None:
+                return host
+        return gemv_default(workload, dev)
 
     def library(self, workload: Workload, hw: Hardware) -> dict | None:
         return gemv_library(workload, format_device(workload, hw))
@@ -62,10 +64,10 @@ class GemvFamily(Family):
         return kernel if dev is hw else tag_format(kernel, format_of(workload).kind)
 
     def bound(self, workload: Workload, hw: Hardware) -> float:
-        return gemv_bound(workload, format_device(workload, hw))
+        return format_terms(workload, hw)["bound"]
 
     def options(self, workload: Workload, hw: Hardware) -> tuple[Option, ...]:
-        t = gemv_bound_terms(workload, format_device(workload, hw))
+        t = format_terms(workload, hw)
         dev = max(t["pim_columns"], t["pim_banks"], t["pim_bus"])
         host_host = t["host"] - t["host_weights"]  # a host GEMV's reads need no input
         return (Option(dev, t["pim"] - dev, t["pim"]),
@@ -77,11 +79,8 @@ class GemvFamily(Family):
         return ((40, linear),)
 
     def side_point(self, workload: Workload, hw: Hardware, side: str) -> dict | None:
-        dev = format_device(workload, hw)
-        if dev is not hw and side != "pim":
-            return None
         try:
-            return gemv_default(workload, dev, placement=side)
+            return gemv_default(workload, format_device(workload, hw), placement=side)
         except AutoschedError:
             return None
 

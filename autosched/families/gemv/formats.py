@@ -8,10 +8,11 @@ A gemv/gemm workload whose ``dtype`` names an integer format (``w8``, ``w4g128``
   ``group_sizes``; one scale per output row is always held). The banks store the packed
   codes; every layout decision is made on :func:`format_view`, the device whose rows
   and columns hold ``hw.density(kind)`` times as many weights and whose units have as
-  many lanes, and the kernel's MACs are marked with the format so the simulator times
-  and computes them on the real device (column spacing and energy of the format, values
-  the in-bank dequantizer delivers). Host placement is not offered: the host would have
-  to read codes it cannot multiply.
+  many lanes, and the kernel's MACs and bank reads are marked with the format so the
+  simulator times and computes them on the real device (column spacing and energy of
+  the format, values the in-bank dequantizer delivers). Where they are dequantized is
+  then the space's placement: ``pim``, in the bank before the lanes; ``host``, the host
+  reads the packed rows (their bytes over the bus) and dequantizes as they arrive.
 * ``load``: the units do not take it; the host dequantizes once, when the weights are
   placed, and the banks hold ``pim.dtype`` values (the format saves nothing on the
   device; reports say so).
@@ -24,15 +25,15 @@ from __future__ import annotations
 from dataclasses import replace
 from functools import lru_cache
 
-from search_spaces import Categorical, Param, Space, Workload
+from search_spaces import Workload
 from sim.formats import WeightFormat, weight_format
 from sim.formats import dequant_site as site_of
 from sim.hardware import Hardware
-from sim.isa import Mac
+from sim.isa import Mac, RdBank
 from sim.kernels import Kernel
 from sim.program import Loop, Node
 
-__all__ = ["dequant_site", "format_device", "format_of", "pim_only", "tag_format"]
+__all__ = ["dequant_site", "format_device", "format_of", "format_terms", "tag_format"]
 
 
 def format_of(workload: Workload) -> WeightFormat:
@@ -64,11 +65,20 @@ def format_device(workload: Workload, hw: Hardware) -> Hardware:
     return format_view(hw, format_of(workload).kind)
 
 
-def pim_only(space: Space) -> Space:
-    """``space`` with placement fixed to the banks."""
-    params = tuple(Param(p.name, Categorical(("pim",)), p.when) if p.name == "placement"
-                   else p for p in space.params)
-    return replace(space, params=params)
+def format_terms(workload: Workload, hw: Hardware) -> dict[str, float]:
+    """The bound's terms (``gemv_bound_terms``) on the device the layout sees, the host's
+    weight reads at the packed codes' bytes (what its path moves over the bus)."""
+    from .bound import gemv_bound_terms
+
+    dev = format_device(workload, hw)
+    t = gemv_bound_terms(workload, dev)
+    if dev is hw:
+        return t
+    d = workload.dims
+    codes = d["n"] * d["k"] * format_of(workload).bits / 8 / hw.external_bandwidth_gbps
+    t = {**t, "host_weights": codes, "host": t["host"] - t["host_weights"] + codes}
+    t["bound"] = min(t["pim"], t["host"])
+    return t
 
 
 def _tag(body: tuple[Node, ...], kind: str) -> tuple[Node, ...]:
@@ -77,12 +87,13 @@ def _tag(body: tuple[Node, ...], kind: str) -> tuple[Node, ...]:
         if isinstance(n, Loop):
             out.append(Loop(n.var, n.count, _tag(n.body, kind)))
         else:
-            out.append(replace(n, fmt=kind) if isinstance(n, Mac) else n)
+            out.append(replace(n, fmt=kind) if isinstance(n, Mac | RdBank) else n)
     return tuple(out)
 
 
 def tag_format(kernel: Kernel, kind: str) -> Kernel:
-    """``kernel`` (lowered on :func:`format_view`) with every MAC over ``kind`` weights."""
+    """``kernel`` (lowered on :func:`format_view`) with every MAC and bank read over
+    ``kind`` weights."""
     prog = kernel.program
     streams = tuple(replace(s, body=_tag(s.body, kind)) if s.engine == "pim" else s
                     for s in prog.streams)
