@@ -87,11 +87,12 @@ def base_of(hw_name: str) -> str:
                 if hw_name.startswith(p))
 
 
-def fits_70b(context: int) -> dict:
-    """llama2-70b at W4 on the four-device system: the partition chosen and its memory."""
+def fits_70b(context: int, fmt: str = "w4g128") -> dict:
+    """llama2-70b at ``fmt`` on the four-device system: the partition chosen and its
+    memory, or why it does not fit."""
     system = load_system(SYSTEM_70B)
-    cfg = _cfg("llama2-70b", "w4g128")
-    out = {"system": system.name, "devices": system.devices, "model": "llama2-70b w4g128"}
+    cfg = _cfg("llama2-70b", fmt)
+    out = {"system": system.name, "devices": system.devices, "model": f"llama2-70b {fmt}"}
     try:
         fig = simulate_model(cfg, system, context=context, fusion=dict(FULL_FUSION),
                              baseline=False, ops=False)
@@ -139,6 +140,10 @@ def markdown(rows: list[dict], feats: list[dict], big: dict | None) -> str:
                      f"{f['model']} | {f['format']} | {f['speedup_vs_base']:.2f}x |")
     if big is None:
         return "\n".join(lines)
+    if "fp16" in big:
+        f = big["fp16"]
+        lines += ["", f"{f['model']} on {f['system']}: "
+                  + ("fits" if f["fits"] else f"does not fit: {f['why'][:160]}")]
     lines += ["", f"{big['model']} on {big['system']} ({big['devices']} devices): "
               + (f"fits, {big['partition']}, {big['tokens_per_s']:,.0f} tokens/s, "
                  f"{big['free_gb_per_device']:.1f} GB free per device" if big["fits"]
@@ -168,7 +173,7 @@ def main() -> None:
                           f"{r['bytes_per_token'] / 1e6:>7.0f} MB lat/limit "
                           f"{r['over_limit']:.2f}", flush=True)
     feats = features(rows)
-    big = fits_70b(args.context)
+    big = {**fits_70b(args.context), "fp16": fits_70b(args.context, "fp16")}
     if args.json:
         print(json.dumps({"rows": rows, "features": feats, "70b": big}, indent=2))
     elif args.markdown:

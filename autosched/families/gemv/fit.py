@@ -78,6 +78,8 @@ def dense_schedules(cm: Any, ops: tuple[str, ...]) -> dict[str, Schedule]:
     need = -(-(bd.used - bd.capacity) // bd.row_index)
     groups: dict[str, list[str]] = {}
     for n in cm.graph:
+        if n.name not in cm.choices:  # a node of another pipeline stage
+            continue
         c = cm.choices[n.name]
         w = c.workload
         if (w.op in ops and c.kind.looked_up
@@ -114,6 +116,8 @@ def fitted_layouts(one: Any, ops: tuple[str, ...]) -> dict[tuple, str]:
     ``ops``) fitted to denser layouts: their identity -> the layout's key."""
     layouts = {}
     for n in one.graph:
+        if n.name not in one.choices:  # a node of another pipeline stage
+            continue
         c = one.choices[n.name]
         if c.kind == "fitted" and c.workload.op in ops and c.workload.dims["m"] == 1:
             d = c.workload.dims
