@@ -52,6 +52,7 @@ class ChannelWork:
         self.gb_bytes = self.acc_bytes = self.io_bytes = self.lanes = 0.0
         self.group_cols = [0] * hw.org.bank_groups
         self.unit_cols = [0] * hw.units_per_channel
+        self.unit_ns = [0.0] * hw.units_per_channel  # unit busy time of its columns
         self.bank_acts = [0] * nb
         self.bank_cols = [0] * nb
 
@@ -75,12 +76,14 @@ class ChannelWork:
                 self.group_cols[g] += cols
             units = {b // hw.pim.banks_per_unit for b in banks}
             if isinstance(ins, Mac | Ew):
+                col_ns = _unit_ns(hw, getattr(ins, "fmt", ""))
                 for u in units:
                     self.unit_cols[u] += cols
+                    self.unit_ns[u] += cols * col_ns
                 for b in banks:
                     self.bank_cols[b] += cols
             if isinstance(ins, Mac):
-                self.lanes += cols * len(units) * hw.pim.lanes
+                self.lanes += cols * len(units) * hw.pim.lanes * hw.density(ins.fmt)
             elif isinstance(ins, RdBank | WrBank):
                 self.io_bytes += cols * hw.org.column_bytes
         elif isinstance(ins, WrGb):
@@ -93,14 +96,23 @@ class ChannelWork:
 
     def resources(self) -> dict[str, float]:
         hw, t, tck = self.hw, self.hw.timing, self.hw.org.tck_ns
-        unit_ns = hw.column_elems / hw.pim.lanes * 1e3 / hw.pim.clock_mhz
+        # every unit's column time but its first column's
+        first = min(_unit_ns(hw, f) for f in ("", *hw.formats.weights))
+        unit_ns = [t - first if c else 0.0 for t, c in zip(self.unit_ns, self.unit_cols,
+                                                          strict=True)]
         return {
             "cmd_bus": max(self.commands - 1, 0) * tck,
             "column_pipe": max(self.columns - 1, 0) * t.tccd_s * tck,
             "bank_group": max((max(c - 1, 0) for c in self.group_cols), default=0) * t.tccd_l * tck,
-            "pim_unit": max((max(c - 1, 0) for c in self.unit_cols), default=0) * unit_ns,
+            "pim_unit": max((max(t, 0.0) for t in unit_ns), default=0.0),
             "data_bus": self.bus_bytes / hw.channel_bus_gbps,
         }
+
+
+def _unit_ns(hw: Hardware, fmt: str) -> float:
+    """A unit's cycles for one column of weights of ``fmt`` ("" for ``pim.dtype``)."""
+    lanes = hw.formats.lanes(fmt) if fmt else hw.pim.lanes
+    return hw.column_elems * hw.density(fmt) / lanes * 1e3 / hw.pim.clock_mhz
 
 
 def _stream_resources(s: Stream, hw: Hardware, dtypes: dict[str, str]) -> dict[str, float]:

@@ -16,12 +16,16 @@ import json
 from dataclasses import asdict, dataclass
 
 __all__ = [
+    "DEQUANT_SITES",
     "DTYPE_BYTES",
     "Bus",
     "Energy",
+    "Formats",
     "Hardware",
+    "INT_FORMATS",
     "Host",
     "Link",
+    "NO_FORMATS",
     "Organisation",
     "PimUnit",
     "System",
@@ -33,6 +37,8 @@ __all__ = [
 
 DTYPE_BYTES = {"fp16": 2, "bf16": 2, "fp32": 4}
 TOPOLOGIES = ("switch", "ring")
+INT_FORMATS = {"int8": 8, "int4": 4}  # integer weight formats a unit may take: their bits
+DEQUANT_SITES = ("bank",)  # where a unit dequantizes: in the bank, before its lanes
 
 
 @dataclass(frozen=True)
@@ -128,6 +134,44 @@ class Energy:
 
 
 @dataclass(frozen=True)
+class Formats:
+    """The integer weight formats the units take besides their float ``pim.dtype``.
+
+    ``weights``: ``int8`` (int8 weights times ``pim.dtype`` activations: a column access
+    carries twice the elements) and/or ``int4`` (four times); ``int8_lanes`` /
+    ``int4_lanes``: weights one unit multiplies per unit cycle in that format (a unit
+    with fewer lanes than a column's weights takes several cycles per column: the format
+    then saves capacity, not time). ``dequant``: ``bank``, an in-bank dequantizer turns
+    each code into ``(q - z) * s`` of ``pim.dtype`` before the lanes (group scales and
+    zero points latched with the row; raw integer sums scaled after the reduction are not
+    modelled). ``group_sizes``: the
+    groups whose scales the dequantizer holds. Energies per weight (lane op /
+    dequantization) and the added area per unit, in mm^2, are the co-design figures.
+    The default (no section in the file) takes no integer format: fp16/bf16 only.
+    """
+
+    weights: tuple[str, ...] = ()
+    int8_lanes: int = 0
+    int4_lanes: int = 0
+    dequant: str = "bank"
+    group_sizes: tuple[int, ...] = ()
+    int8_mac_pj: float = 0.0
+    int4_mac_pj: float = 0.0
+    dequant_pj: float = 0.0
+    unit_area_mm2: float = 0.0  # the float datapath of one unit
+    added_area_mm2: float = 0.0  # integer lanes and dequantizer added to one unit
+
+    def lanes(self, kind: str) -> int:
+        return {"int8": self.int8_lanes, "int4": self.int4_lanes}.get(kind, 0)
+
+    def mac_pj(self, kind: str) -> float:
+        return {"int8": self.int8_mac_pj, "int4": self.int4_mac_pj}.get(kind, 0.0)
+
+
+NO_FORMATS = Formats()
+
+
+@dataclass(frozen=True)
 class Hardware:
     """One PIM device. Hashable, comparable, JSON round-trippable via ``to_dict``."""
 
@@ -139,6 +183,26 @@ class Hardware:
     bus: Bus
     host: Host
     energy: Energy
+    formats: Formats = NO_FORMATS
+
+    # ---- weight formats ----------------------------------------------------------
+    def takes(self, kind: str) -> bool:
+        """Whether the units multiply weights of ``kind`` (``int8``/``int4``) in the banks."""
+        return kind in self.formats.weights
+
+    def density(self, kind: str) -> int:
+        """Weights of ``kind`` in the space of one ``pim.dtype`` element (1 for floats)."""
+        bits = INT_FORMATS.get(kind)
+        return 1 if bits is None else self.elem_bytes * 8 // bits
+
+    def format_column_ns(self, kind: str) -> float:
+        """Shortest time between two all-bank column MACs over weights of ``kind``: the
+        column spacing, or the unit's cycles for the column's weights at its lanes."""
+        d = self.density(kind)
+        if d == 1:
+            return self.pim_column_ns
+        unit_ns = self.column_elems * d / self.formats.lanes(kind) * 1e3 / self.pim.clock_mhz
+        return max(self.timing.tccd_l * self.org.tck_ns, unit_ns)
 
     # ---- derived figures -------------------------------------------------------
     @property
@@ -214,6 +278,11 @@ class Hardware:
         """Every field, nested as in the YAML files."""
         d = asdict(self)
         d["pim"]["activation_functions"] = list(self.pim.activation_functions)
+        if self.formats == NO_FORMATS:  # a float-only device: as before formats existed
+            del d["formats"]
+        else:
+            d["formats"]["weights"] = list(self.formats.weights)
+            d["formats"]["group_sizes"] = list(self.formats.group_sizes)
         return d
 
     @functools.cached_property

@@ -21,12 +21,28 @@ from pathlib import Path
 
 from .errors import HardwareError
 from .files import load_yaml, shown
-from .hardware import DTYPE_BYTES, Bus, Energy, Hardware, Host, Organisation, PimUnit, Timing
+from .hardware import (
+    DEQUANT_SITES,
+    DTYPE_BYTES,
+    INT_FORMATS,
+    Bus,
+    Energy,
+    Formats,
+    Hardware,
+    Host,
+    Organisation,
+    PimUnit,
+    Timing,
+)
 
-__all__ = ["FLOORS", "LIMITS", "MAX_FILE_BYTES", "PRESET_DIR", "hardware_from_dict",
-           "list_presets", "load_hardware", "preset_hardware", "read_hardware_file"]
+__all__ = ["FLOORS", "LIMITS", "MAX_FILE_BYTES", "PRESET_DIR", "VARIANT_DIR",
+           "hardware_from_dict", "list_presets", "list_variants", "load_hardware",
+           "preset_hardware", "read_hardware_file"]
 
 PRESET_DIR = Path(__file__).parent / "presets"
+# Variants of the presets (integer-format units): loadable by name like a preset, listed by
+# list_variants, and left out of list_presets (the suites and sweeps over every preset).
+VARIANT_DIR = PRESET_DIR / "variants"
 _SECTIONS: dict[str, type] = {
     "org": Organisation,
     "timing": Timing,
@@ -35,8 +51,11 @@ _SECTIONS: dict[str, type] = {
     "host": Host,
     "energy": Energy,
 }
+# Optional sections: absent, the device takes their defaults (``formats``: float only).
+_OPTIONAL: dict[str, type] = {"formats": Formats}
 # Fields that may be zero (every other number must be positive).
-_MAY_BE_ZERO = {"energy", "host.op_overhead_ns", "pim.mac_latency_cycles", "timing.trtp"}
+_MAY_BE_ZERO = {"energy", "host.op_overhead_ns", "pim.mac_latency_cycles", "timing.trtp",
+                "formats"}
 MAX_FILE_BYTES = 1_000_000  # a hardware description is a few kB
 # Upper bounds by field or section: far above any device built or announced, low enough
 # that every derived size (banks, rows, buffers) stays allocatable.
@@ -49,6 +68,8 @@ LIMITS: dict[str, float] = {
     "pim.register_lanes": 4096, "pim.global_buffer_bytes": 1 << 24,
     "bus.width_bits": 4096, "bus.data_rate_gbps": 1000.0, "host.peak_gflops": 1e9,
     "host.bandwidth_gbps": 1e8, "host.op_overhead_ns": 1e9, "energy": 1e12,
+    "formats.int8_lanes": 4096, "formats.int4_lanes": 4096, "formats.group_sizes": 1 << 16,
+    "formats": 1e12,
 }
 # Lower bounds where "> 0" is not enough: no device built or announced is smaller or
 # faster (scaled-down devices of a few dozen rows per bank, used to study capacity, pass).
@@ -63,6 +84,11 @@ MAX_CAPACITY_BYTES = 1 << 50  # 1 PiB in one device
 def list_presets() -> list[str]:
     """Names of the shipped presets."""
     return sorted(p.stem for p in PRESET_DIR.glob("*.yaml"))
+
+
+def list_variants() -> list[str]:
+    """Names of the shipped preset variants (``sim/presets/variants``)."""
+    return sorted(p.stem for p in VARIANT_DIR.glob("*.yaml"))
 
 
 def preset_hardware() -> list[Hardware]:
@@ -102,6 +128,8 @@ def read_hardware_file(hw: str | Path) -> tuple[Path, object]:
     path = Path(text)
     if not path.suffix and "/" not in text and (PRESET_DIR / f"{text}.yaml").exists():
         path = PRESET_DIR / f"{text}.yaml"
+    elif not path.suffix and "/" not in text and (VARIANT_DIR / f"{text}.yaml").exists():
+        path = VARIANT_DIR / f"{text}.yaml"
     if not path.exists():
         raise HardwareError(
             f"unknown hardware {shown(text)}: not a preset ({', '.join(list_presets())}) "
@@ -141,6 +169,13 @@ def _coerce(source: str, name: str, value: object, tp: object) -> object:
         if isinstance(value, bool) or not isinstance(value, int | float):
             _fail(source, name, f"must be a number, got {shown(value)}")
         value = float(value)
+    elif tp == tuple[int, ...]:
+        if not isinstance(value, list | tuple) or not all(
+                isinstance(v, int) and not isinstance(v, bool) for v in value):
+            _fail(source, name, f"must be a list of integers, got {shown(value)}")
+        for v in value:
+            _bounded(source, name, v)
+        return tuple(value)
     elif tp is str:
         if not isinstance(value, str) or not value:
             _fail(source, name, f"must be a non-empty string, got {shown(value)}")
@@ -199,13 +234,14 @@ def hardware_from_dict(data: object, *, source: str) -> Hardware:
     """Validate ``data`` (as loaded from YAML) and build the Hardware."""
     if not isinstance(data, Mapping):
         raise HardwareError(f"{source}: a hardware file must be a mapping of sections")
-    allowed = {"name", "description", *_SECTIONS}
+    allowed = {"name", "description", *_SECTIONS, *_OPTIONAL}
     for extra in sorted(set(data) - allowed, key=str):
         _fail(source, str(extra), f"is unknown (known: {', '.join(sorted(allowed))})")
     for key in ("name", *_SECTIONS):
         if key not in data:
             _fail(source, key, "is missing")
     parts = {k: _section(source, k, cls, data[k]) for k, cls in _SECTIONS.items()}
+    parts |= {k: _section(source, k, cls, data[k]) for k, cls in _OPTIONAL.items() if k in data}
     name = _coerce(source, "name", data["name"], str)
     desc = data.get("description", "")
     if not isinstance(desc, str):
@@ -247,8 +283,41 @@ def _check_rules(source: str, hw: Hardware) -> None:
         _fail(source, "timing.tccd_l", "long (same group) timings must be >= short ones")
     if t.trefi <= t.trfc:
         _fail(source, "timing.trefi", "must exceed timing.trfc")
+    _check_formats(source, hw)
     known = {"relu", "gelu", "silu", "sigmoid", "tanh", "exp"}
     for f in p.activation_functions:
         if f not in known:
             _fail(source, "pim.activation_functions",
                   f"has unknown function {shown(f)} (known: {sorted(known)})")
+
+
+def _check_formats(source: str, hw: Hardware) -> None:
+    """The integer formats a unit takes: known, with lanes that fill or divide a column,
+    int4 only behind an in-bank dequantizer, groups powers of two."""
+    f = hw.formats
+    for kind in f.weights:
+        if kind not in INT_FORMATS:
+            _fail(source, "formats.weights", f"has unknown format {shown(kind)} (known: "
+                                             f"{', '.join(INT_FORMATS)})")
+        lanes, per_col = f.lanes(kind), hw.column_elems * hw.density(kind)
+        if lanes <= 0:
+            _fail(source, f"formats.{kind}_lanes", f"must be > 0 when {kind} is taken")
+        if lanes % hw.pim.lanes or (per_col % lanes and lanes % per_col):
+            _fail(source, f"formats.{kind}_lanes", f"must be a multiple of pim.lanes "
+                  f"({hw.pim.lanes}) and divide or fill a column's {per_col} {kind} weights")
+    if f.weights and not hw.pim.adder_tree:
+        _fail(source, "formats.weights", "needs pim.adder_tree: integer weights are MACed in "
+                                         "dot mode, their lanes feeding the adder tree")
+    if len(set(f.weights)) != len(f.weights):
+        _fail(source, "formats.weights", "lists a format twice")
+    if f.dequant not in DEQUANT_SITES:
+        _fail(source, "formats.dequant", f"must be one of {', '.join(DEQUANT_SITES)}")
+    if "int4" in f.weights and f.dequant != "bank":
+        _fail(source, "formats.dequant", "must be bank when int4 is taken (int4 weights need "
+                                         "their group scales applied before the sum)")
+    for g in f.group_sizes:
+        if g < 16 or g & (g - 1):
+            _fail(source, "formats.group_sizes", f"has {g}: groups are powers of two >= 16")
+    if f.weights and not f.group_sizes:
+        _fail(source, "formats.group_sizes", "must list the groups an in-bank dequantizer "
+                                             "holds scales for")

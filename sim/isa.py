@@ -125,6 +125,10 @@ class Mac(Instr):
     (modes dot, lane) or ``g = 1`` (bcast). Per unit, register ``reg``:
     dot: ``acc[reg][lane] += sum_l v[l] * gb[.. + l]`` (needs an adder tree);
     lane: ``acc[reg][l] += v[l] * gb[.. + l]``; bcast: ``acc[reg][l] += v[l] * gb[..]``.
+    ``fmt`` ``int8``/``int4`` (dot mode, on units whose ``hw.formats`` take it): a column
+    holds ``hw.density(fmt)`` times as many weights, each meeting its own global-buffer
+    element (``g = lanes * density``); the values a column yields are the weights the
+    unit's format path delivers (see ``sim.functional.memory``).
     """
 
     op: ClassVar[str] = "mac"
@@ -136,6 +140,7 @@ class Mac(Instr):
     reg: Affine
     mode: str = "lane"
     lane: Affine = field(default_factory=Affine)
+    fmt: str = ""  # weight format of the open row: "" (pim.dtype), "int8" or "int4"
 
 
 @dataclass(frozen=True)
@@ -209,13 +214,16 @@ class RdAcc(Instr):
 
 @dataclass(frozen=True)
 class RdBank(Instr):
-    """Read ``ncols`` columns of one bank's open row from ``col`` to the host."""
+    """Read ``ncols`` columns of one bank's open row from ``col`` to the host. ``fmt``
+    (``int8``/``int4``): the row holds packed weights of that format, which the host
+    dequantizes as they arrive (``hw.density(fmt)`` values per column element slot)."""
 
     op: ClassVar[str] = "rd"
     bank: int
     col: Affine
     ncols: int
     dst: BufRef
+    fmt: str = ""
 
 
 @dataclass(frozen=True)

@@ -156,7 +156,10 @@ def _node_out(n: Node) -> dict:
         return {"op": "loop", "var": n.var, "count": n.count, "body": body}
     d = {"op": n.op}
     for f in fields(n):
-        d[f.name] = _val_out(getattr(n, f.name))
+        v = getattr(n, f.name)
+        if v == "" and f.default == "":  # an unset optional text field (Mac.fmt)
+            continue
+        d[f.name] = _val_out(v)
     return d
 
 

@@ -70,7 +70,7 @@ def _device(source: str, ref: object, base: Path | None) -> Hardware:
     """The one device ``ref`` names: an inline mapping, a preset, or a YAML file inside the
     system file's folder ``base``. A reference is followed once and must name a device,
     never a system, so references cannot form a cycle."""
-    from .hwio import PRESET_DIR, hardware_from_dict, read_hardware_file
+    from .hwio import PRESET_DIR, VARIANT_DIR, hardware_from_dict, read_hardware_file
 
     if isinstance(ref, Mapping):
         if is_system_mapping(ref):
@@ -78,7 +78,8 @@ def _device(source: str, ref: object, base: Path | None) -> Hardware:
         return hardware_from_dict(ref, source=f"{source}: field 'device'")
     if not isinstance(ref, str) or not ref:
         _fail(source, "device", f"must be a preset name, a file or a mapping, got {shown(ref)}")
-    preset = not Path(ref).suffix and "/" not in ref and (PRESET_DIR / f"{ref}.yaml").exists()
+    preset = not Path(ref).suffix and "/" not in ref and any(
+        (d / f"{ref}.yaml").exists() for d in (PRESET_DIR, VARIANT_DIR))
     target = ref if preset or base is None else str(confined(
         base, ref, what="device file", error=HardwareError))
     try:

@@ -232,7 +232,10 @@ class _Checker:
             self.bufref(ins.dst, "dst", units * ins.nregs * p.register_lanes)
             self.per_channel(ins.dst, "dst")
         elif kind is RdBank:
-            self.bufref(ins.dst, "dst", ins.ncols * p.lanes)
+            if ins.fmt and not self.hw.takes(ins.fmt):
+                self.fail(f"rd of {ins.fmt} weights: {hw.name} holds no {ins.fmt} rows "
+                          "(formats.weights)")
+            self.bufref(ins.dst, "dst", ins.ncols * p.lanes * hw.density(ins.fmt))
             self.per_channel(ins.dst, "dst")
         elif kind is WrBank:
             self.bufref(ins.src, "src", ins.ncols * p.lanes)
@@ -249,6 +252,13 @@ class _Checker:
             self.fail(f"{ins.mode} mode needs register_lanes ({p.register_lanes}) == "
                       f"lanes ({p.lanes})")
         width = ins.ncols if ins.mode == "bcast" else ins.ncols * p.lanes
+        if ins.fmt:
+            if not self.hw.takes(ins.fmt):
+                self.fail(f"mac over {ins.fmt} weights: {self.hw.name}'s units do not take "
+                          f"{ins.fmt} (formats.weights)")
+            if ins.mode != "dot":
+                self.fail(f"mac over {ins.fmt} weights needs dot mode (the adder tree)")
+            width *= self.hw.density(ins.fmt)
         self.span(ins.gb, width, self.gb, "global buffer")
 
 

@@ -25,6 +25,9 @@ from .steps import budget_rows, partition_arg, resolve_partition, resolve_step
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", required=True, metavar="NAME|config.json")
     p.add_argument("--hw", default="hbm-pim", metavar="NAME|FILE")
+    p.add_argument("--quantize", default=None, metavar="w8|w4g128",
+                   help="quantize every linear but the LM head to this weight format on "
+                        "the fly (round to nearest), for what-if studies")
     p.add_argument("--db", default=None, metavar="PATH|URL",
                    help=f"tuned-schedule database (default: {DB_DEFAULT} if it exists); "
                         "'none' for the default schedules")
@@ -159,6 +162,7 @@ def _compile(args: argparse.Namespace) -> int:
           f"{streams} streams, placement {cs.placement}")
     print("\n".join(schedule_report(cs.choices, cs.graph, source)))
     print(host_ops_line(host_ops(cs.graph)))
+    _weights_line(cs.graph, system.device)
     print("\n".join(_stage_lines(part, [st.budget.to_dict() for st in cs.stages])))
     print(kv_table([(f"max_batch at context {cs.graph.context}",
                      min(max_batch(st) for st in cs.stages))]))
@@ -179,6 +183,9 @@ def _simulate(args: argparse.Namespace) -> int:
         return 0
     counts = ", ".join(f"{n} {k}" for k, n in sorted(f.lookups.items()))
     print(f"schedules from {source}: {counts}")
+    from autosched.pipeline import step_graph
+
+    _weights_line(step_graph(step), system.device)
     print(host_ops_line(f.host_ops))
     rows = [[o["role"], o["workload"], o["count"], o["latency_ns"], o["bound_ns"], o["lookup"]]
             for o in f.ops]
@@ -211,6 +218,14 @@ def _simulate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _weights_line(graph, hw) -> None:
+    from autosched.frontend.quantized import weights_line
+
+    line = weights_line(graph, hw)
+    if line:
+        print(line)
+
+
 def _run(args: argparse.Namespace) -> int:
     from autosched.compiler import compile_step, run_check
 
@@ -219,7 +234,7 @@ def _run(args: argparse.Namespace) -> int:
     step, system = resolve_step(args, phase="decode", batch=1, context=args.steps)
     part = resolve_partition(args.partition, step, system)
     rep = run_check(args.model, system, partition=part, steps=args.steps, db=db,
-                    seed=args.seed, **kw)
+                    seed=args.seed, quantize=args.quantize, **kw)
     # the same first compile run_check made (its kernels are cached): which schedules
     first = compile_step(step, system, partition=part, db=db, **kw)
     lines = schedule_report(first.choices, first.graph, source)
@@ -228,12 +243,16 @@ def _run(args: argparse.Namespace) -> int:
         print_json({**rep.to_dict(), "schedules_from": source, "schedules": lines[1:]})
     else:
         print("\n".join(lines))
+        _weights_line(first.graph, system.device)
         print(table(["step", "token", "torch", "max abs err", "max rel err"],
                     [[r["step"], r["token"], r["ref_token"], r["max_abs_err"], r["max_rel_err"]]
                      for r in rep.steps]))
         verdict = "PASS" if rep.passed else "FAIL"
         print(f"\n{verdict}: max rel err {rep.max_rel_err:.3g} (tolerance {rep.tolerance:.3g}), "
               f"tokens {'match' if rep.tokens_match else 'differ'}, {rep.wall_s:.1f} s")
+        if rep.fp16_max_rel_err is not None:
+            print(f"against the float model (what {args.quantize} costs): max rel err "
+                  f"{rep.fp16_max_rel_err:.3g}")
     if args.check and not rep.passed:
         return 1
     return 0

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from sim.hwio import list_presets, load_hardware
+from sim.hwio import list_presets, list_variants, load_hardware
 
 from .output import kv_table, print_json, table
 
@@ -12,7 +12,7 @@ from .output import kv_table, print_json, table
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("hw", help="list and show hardware presets or files")
     hs = p.add_subparsers(dest="hw_command", required=True, metavar="ACTION")
-    ls = hs.add_parser("list", help="list the shipped presets")
+    ls = hs.add_parser("list", help="list the shipped presets and their variants")
     ls.set_defaults(run=_list)
     sh = hs.add_parser("show", help="show every field and the derived figures")
     sh.add_argument("hw", metavar="NAME|FILE")
@@ -22,9 +22,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _list(args: argparse.Namespace) -> int:
     rows = []
-    for name in list_presets():
+    for name in (*list_presets(), *list_variants()):
         hw = load_hardware(name)
-        rows.append([name, hw.org.channels, hw.org.banks_per_channel, hw.pim.dtype,
+        dtype = "+".join((hw.pim.dtype, *hw.formats.weights))  # and the integer weights taken
+        rows.append([name, hw.org.channels, hw.org.banks_per_channel, dtype,
                      hw.external_bandwidth_gbps, hw.internal_bandwidth_gbps, hw.pim_peak_gflops,
                      hw.description])
     print(table(["name", "channels", "banks", "dtype", "ext GB/s", "int GB/s", "PIM GFLOP/s",

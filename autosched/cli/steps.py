@@ -17,7 +17,13 @@ def resolve_step(args: argparse.Namespace, *, phase: str | None = None,
     from sim.system import load_system
 
     system = load_system(args.hw)
-    step = step_of(args.model, phase=phase or getattr(args, "phase", "decode"),
+    model = args.model
+    if getattr(args, "quantize", None):
+        from autosched.frontend import get_model_config
+        from autosched.frontend.quantized import with_quantization
+
+        model = with_quantization(get_model_config(model), args.quantize)
+    step = step_of(model, phase=phase or getattr(args, "phase", "decode"),
                    batch=batch or getattr(args, "batch", 1),
                    context=context or getattr(args, "context", None), capacity=capacity)
     return step, system

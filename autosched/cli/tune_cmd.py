@@ -27,6 +27,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--model", required=True, metavar="NAME|FILE",
                    help="a built-in model (see `autosched models`) or a config.json")
     p.add_argument("--hw", default="hbm-pim", metavar="NAME|FILE", help="default: hbm-pim")
+    p.add_argument("--quantize", default=None, metavar="w8|w4g128",
+                   help="quantize every linear but the LM head to this weight format on "
+                        "the fly (round to nearest)")
     p.add_argument("--phase", choices=("decode", "prefill"), default="decode")
     p.add_argument("--batch", type=integer("--batch"), default=1, metavar="B")
     p.add_argument("--context", type=integer("--context"), default=None, metavar="L",
@@ -128,6 +131,10 @@ def _run(args: argparse.Namespace) -> int:
     check_location(args.db)  # a folder, a device, an in-memory URL: refused at once
     hw = load_system(args.hw)
     cfg = get_model_config(args.model)
+    if args.quantize:
+        from ..frontend.quantized import with_quantization
+
+        cfg = with_quantization(cfg, args.quantize)
     _check(args, cfg)
     report = output_file(args.report, "--report", force=True) if args.report else None
     if args.cost_model != "none":

@@ -70,6 +70,9 @@ class RunReport:
     passed: bool
     wall_s: float
     generated: tuple[int, ...] = ()
+    # with weights quantized on the fly: max |logit error| of the run against the float
+    # model, relative to its max |logit| (what the format costs; not checked)
+    fp16_max_rel_err: float | None = None
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -127,7 +130,7 @@ def reference_logits(ref: torch.nn.Module, cache: Any, token: int, step: int) ->
 
 
 def report(model: str, hardware: str, rows: list[dict], tol: float, t0: float,
-           generated: tuple[int, ...]) -> RunReport:
+           generated: tuple[int, ...], fp16_err: float | None = None) -> RunReport:
     """The report of the compared steps (``t0``: ``perf_counter`` at the start;
     ``generated``: the reference's own greedy tokens)."""
     max_rel = max(r["max_rel_err"] for r in rows)
@@ -135,20 +138,23 @@ def report(model: str, hardware: str, rows: list[dict], tol: float, t0: float,
     ok_tokens = same or all(r["match"] or r["flip_within_tolerance"] for r in rows)
     return RunReport(model, hardware, tuple(rows), max(r["max_abs_err"] for r in rows),
                      max_rel, same, tol, max_rel <= tol and ok_tokens,
-                     time.perf_counter() - t0, generated)
+                     time.perf_counter() - t0, generated, fp16_err)
 
 
 def run_check(model: Any, system: System, *, partition: Partition | None = None,
               steps: int = 8, db: Database | None = None, seed: int = 0,
               first_token: int = 1, fusion: dict | None = None,
-              schedules: str | None = None) -> RunReport:
+              schedules: str | None = None, quantize: str | None = None) -> RunReport:
     """Generate ``steps`` tokens greedily on every device of ``system`` under
     ``partition`` (None: one device) and compare each step with the ``transformers``
     model (``model``: name, config.json, checkpoint folder, config or ``transformers``
     model; ``seed`` draws the weights when there are none). Each device keeps its own
     weights and KV cache between steps; the logits the last stage gathers are compared.
     ``fusion``: a plan (what tensor parallelism cannot fuse is left unfused);
-    ``schedules="library"`` runs the shipped library kernels instead of the database's."""
+    ``schedules="library"`` runs the shipped library kernels instead of the database's;
+    ``quantize`` (``w8``, ``w4g128``...) rounds every linear but the LM head to that format
+    first (the reference runs the same rounded weights) and reports the error against the
+    float model too."""
     from transformers import StaticCache
 
     from autosched.frontend.source import load_source
@@ -156,7 +162,7 @@ def run_check(model: Any, system: System, *, partition: Partition | None = None,
 
     hw = system.device
     t0 = time.perf_counter()
-    src = load_source(model, dtype=hw.pim.dtype, seed=seed)
+    src = load_source(model, dtype=hw.pim.dtype, seed=seed, quantize=quantize)
     cfg, ref = src.cfg, src.reference
     step0 = Step(cfg, "decode", 1, steps)
     first = compile_step(step0, system, partition=partition, db=db, fusion=fusion,
@@ -166,6 +172,9 @@ def run_check(model: Any, system: System, *, partition: Partition | None = None,
     mems = first.memories()
     first.place(mems, src.weights)
     cache = StaticCache(config=ref.config, max_cache_len=steps)
+    fref = src.float_reference
+    fcache = StaticCache(config=ref.config, max_cache_len=steps) if fref is not None else None
+    ferr = 0.0
     tol = tolerance(cfg, hw)
     token, rows = first_token, []
     for step in range(steps):
@@ -175,5 +184,9 @@ def run_check(model: Any, system: System, *, partition: Partition | None = None,
         logits, chosen_tok = step_outputs(out, cs.logits, cs.token, cfg.vocab)
         want = reference_logits(ref, cache, token, step)
         rows.append(compare_step(step, logits, want, tol, chosen_tok))
+        if fref is not None:
+            f = reference_logits(fref, fcache, token, step)
+            ferr = max(ferr, float(np.max(np.abs(logits - f)) / max(np.max(np.abs(f)), 1e-30)))
         token = rows[-1]["token"]
-    return report(cfg.name, system.name, rows, tol, t0, _generate(ref, first_token, steps))
+    return report(cfg.name, system.name, rows, tol, t0, _generate(ref, first_token, steps),
+                  ferr if fref is not None else None)

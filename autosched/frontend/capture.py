@@ -21,6 +21,7 @@ from .export import ExportedStep, export_step
 from .lower import find_matches
 from .match import Kind
 from .module import build_module
+from .quantized import mark_quantized
 from .replicate import replicate
 from .roles import to_nodes
 from .zoo import get_model_config
@@ -113,7 +114,7 @@ def capture_nodes(cfg: ModelConfig, *, batch: int, tokens: int, length: int,
             m.extra["rotary_kind"] = _rotary_kind(ex, m.extra["cos"])
         if m.kind is Kind.ATTENTION:
             m.dims["l"] = length
-    nodes = to_nodes(ex.graph, matches, cfg.dtype)
+    nodes = mark_quantized(to_nodes(ex.graph, matches, cfg.dtype), cfg)
     if short:
         out = replicate(nodes, proto_kinds, kinds, _layer_list(model, proto.layers))
         if out is not None:

@@ -106,13 +106,13 @@ class CheckpointWeights(Weights):
     submodules from ``modules`` (the model the checkpoint was loaded into)."""
 
     def __init__(self, folder: str | Path, modules: torch.nn.Module,
-                 dtype: str | None = None) -> None:
+                 dtype: str | None = None, quant: str = "") -> None:
         from safetensors import SafetensorError, safe_open
 
         from .weight_files import weight_files
 
         super().__init__(dtype, _ties(modules))
-        self.folder, self.modules = Path(folder), modules
+        self.folder, self.modules, self.quant = Path(folder), modules, quant
         found = weight_files(self.folder)  # names confined to the folder, safetensors only
         wmap = found.where
         self._files: dict[str, Any] = {}
@@ -125,14 +125,34 @@ class CheckpointWeights(Weights):
 
     def tensor(self, name: str) -> torch.Tensor | None:
         f = self._where.get(name)
+        if self.quant and name.endswith(".weight") and \
+                name[:-len(".weight")] + ".weight_scale" in self._where:  # stored as codes
+            from sim.formats import weight_format
+
+            from .quantized import dequantized
+
+            w = dequantized(self._stored, name[:-len(".weight")], weight_format(self.quant))
+            return None if w is None else torch.from_numpy(w)
         return None if f is None else self._files[f].get_tensor(name)
+
+    def _stored(self, name: str) -> tuple[np.ndarray, str] | None:
+        """A stored tensor as numpy and its safetensors dtype name, or None."""
+        f = self._where.get(name)
+        if f is None:
+            return None
+        t = self._files[f].get_tensor(name)
+        return t.float().numpy() if t.is_floating_point() else t.numpy(), \
+            self._files[f].get_slice(name).get_dtype()
 
     def module(self, path: str) -> torch.nn.Module:
         return self.modules.get_submodule(path)
 
 
-def load_reference(folder: str | Path, dtype: torch.dtype = torch.float32) -> torch.nn.Module:
-    """The ``transformers`` model of a checkpoint folder (safetensors only), eval mode."""
+def load_reference(folder: str | Path, dtype: torch.dtype = torch.float32,
+                   quantized: bool = False) -> torch.nn.Module:
+    """The ``transformers`` model of a checkpoint folder (safetensors only), eval mode;
+    ``quantized``: a ``compressed-tensors`` checkpoint, loaded with its weights
+    dequantized by ``compressed-tensors`` itself (plain ``Linear`` modules)."""
     from safetensors import SafetensorError
     from transformers import AutoModelForCausalLM
 
@@ -143,8 +163,16 @@ def load_reference(folder: str | Path, dtype: torch.dtype = torch.float32) -> to
 
     hf_logging.disable_progress_bar()  # stderr holds one line per error, nothing else
     try:
+        extra = {}
+        if quantized:
+            import warnings
+
+            from transformers.utils.quantization_config import CompressedTensorsConfig
+
+            warnings.filterwarnings("ignore", message=".*quantization_config.*")
+            extra["quantization_config"] = CompressedTensorsConfig(dequantize=True)
         return AutoModelForCausalLM.from_pretrained(str(folder), dtype=dtype,
-                                                    use_safetensors=True).eval()
+                                                    use_safetensors=True, **extra).eval()
     except (OSError, ValueError, RuntimeError, KeyError, SafetensorError) as e:
         raise ModelError(f"transformers cannot load the checkpoint {folder}: "
                          f"{str(e).strip().splitlines()[0][:200]}") from e

@@ -69,6 +69,8 @@ class ModelConfig:
     arch: str = ""
     hf: str = ""
     layer_kinds: tuple[str, ...] = ()
+    quant: str = ""  # weight format of the quantized linears ("" none): sim.formats names
+    quant_ignore: tuple[str, ...] = ()  # modules left in float (names or "re:" patterns)
 
     def __post_init__(self) -> None:
         n = self.name or self.model_type
@@ -98,6 +100,17 @@ class ModelConfig:
                           f"{self.sliding_window!r}")
         if not isinstance(self.hf, str):
             raise fail(n, "hf must be the JSON text of a Hugging Face config")
+        if self.quant:
+            from sim.errors import AutoschedError
+            from sim.formats import weight_format
+
+            try:
+                ok = weight_format(self.quant).quantized
+            except AutoschedError:
+                ok = False
+            if not ok:
+                raise fail(n, f"quant {self.quant!r} is not an integer weight format "
+                              "(w8, w4g128, w4g64a...)")
         if self.layer_kinds and len(self.layer_kinds) != self.layers:
             raise fail(n, f"layer_kinds lists {len(self.layer_kinds)} layers, not {self.layers}")
         if self.hf:  # the rest holds for configs made from the summary alone
@@ -155,6 +168,7 @@ class ModelConfig:
                                   for k, v in d.get("rope_scaling", ()))
         d["full_layers"] = tuple(d.get("full_layers", ()))
         d["layer_kinds"] = tuple(d.get("layer_kinds", ()))
+        d["quant_ignore"] = tuple(d.get("quant_ignore", ()))
         return cls(**d)
 
     @classmethod

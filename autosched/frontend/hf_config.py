@@ -179,7 +179,9 @@ def parse(src: Any, *, name: str | None = None, dtype: str | None = None) -> Mod
         raise fail(label, f"torch_dtype {raw_dtype!r} is not supported; use float16, "
                           "bfloat16 or float32 (pass dtype='fp16' to override)")
     window, full = _windows(c)
-    return ModelConfig(
+    from .quantized import quant_fields
+
+    return ModelConfig(**quant_fields(hf, label),
         model_type=mt, hidden=f["hidden"], intermediate=f["intermediate"],
         layers=f["layers"], heads=f["heads"], kv_heads=f["kv_heads"],
         head_dim=f["head_dim"], vocab=f["vocab"],

@@ -39,6 +39,8 @@ class Source:
     cfg: ModelConfig
     reference: torch.nn.Module
     weights: Weights
+    # the model before ``quantize`` rounded its linears (None when not quantized on the fly)
+    float_reference: torch.nn.Module | None = None
 
 
 def _round(model: torch.nn.Module, dtype: str | None) -> None:
@@ -51,8 +53,24 @@ def _round(model: torch.nn.Module, dtype: str | None) -> None:
             p.copy_(torch.from_numpy(round_to(p.detach().float().numpy(), dtype)))
 
 
-def load_source(model: Any, *, dtype: str | None = None, seed: int = 0) -> Source:
-    """The :class:`Source` of ``model`` (see the module docstring)."""
+def load_source(model: Any, *, dtype: str | None = None, seed: int = 0,
+                quantize: str | None = None) -> Source:
+    """The :class:`Source` of ``model`` (see the module docstring). ``quantize`` (a weight
+    format such as ``w4g128``): every linear but the LM head rounded to it on the fly
+    (round to nearest), in the reference and in the device's weights alike."""
+    src = _load(model, dtype, seed)
+    if not quantize:
+        return src
+    from .quantized import quantize_module, with_quantization
+
+    cfg = with_quantization(src.cfg, quantize)
+    ref = copy.deepcopy(src.reference)
+    quantize_module(ref, cfg)
+    _round(ref, dtype)
+    return Source(cfg, ref, ModuleWeights(ref), float_reference=src.reference)
+
+
+def _load(model: Any, dtype: str | None, seed: int) -> Source:
     if hasattr(model, "config") and hasattr(model, "named_parameters"):
         cfg = config_of_module(model)
         ref = copy.deepcopy(model).float().eval()
@@ -62,9 +80,9 @@ def load_source(model: Any, *, dtype: str | None = None, seed: int = 0) -> Sourc
         if Path(os.fsdecode(model)).is_dir():  # a checkpoint: its weights, checked, or none
             cfg = get_model_config(model)
             check_weights(weight_files(os.fsdecode(model)), cfg)
-            ref = load_reference(model)
+            ref = load_reference(model, quantized=bool(cfg.quant))
             _round(ref, dtype)
-            return Source(cfg, ref, CheckpointWeights(model, ref, dtype))
+            return Source(cfg, ref, CheckpointWeights(model, ref, dtype, cfg.quant))
     cfg = get_model_config(model)
     ref = build_module(cfg, device="cpu", seed=seed, dtype=torch.float32)
     _round(ref, dtype)

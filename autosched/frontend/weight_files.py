@@ -111,12 +111,17 @@ def check_weights(files: WeightFiles, cfg: ModelConfig) -> None:
             if files.where is not None and files.where.get(name) != fname:
                 continue  # the index says another shard holds it
             stored, name = name, renamed.get(name, name)
+            view = handle.get_slice(stored)
+            if cfg.quant:  # a compressed-tensors part of a quantized linear
+                base = _quantized_part(path, name, view, shapes, cfg)
+                if base is not None:
+                    seen.add(base)
+                    continue
             if name not in shapes:
                 if any(p.search(name) for p in ignore):
                     continue
                 raise ModelError(f"{path}: tensor {shown(name)} is not a weight of "
                                  f"{cfg.name or cfg.model_type}")
-            view = handle.get_slice(stored)
             shape, dtype = tuple(view.get_shape()), view.get_dtype()
             if shape != shapes[name]:
                 raise ModelError(f"{path}: tensor {name} has shape {list(shape)}, the config "
@@ -131,3 +136,41 @@ def check_weights(files: WeightFiles, cfg: ModelConfig) -> None:
     if missing:
         raise ModelError(f"{files.folder}: the checkpoint has no tensor {missing[0]}"
                          + (f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""))
+
+
+_PART_TYPES = {"weight_packed": ("I32",), "weight_scale": tuple(FLOAT_TYPES),
+               "weight_zero_point": ("I32", "I8"), "weight_shape": ("I64", "I32"),
+               "weight": ("I8",)}
+
+
+def _quantized_part(path: Path, name: str, view: object, shapes: dict, cfg: ModelConfig
+                    ) -> str | None:
+    """The float weight a ``compressed-tensors`` tensor ``name`` stands for (checked: its
+    type and its shape against the weight's), or None when it is no such part."""
+    from sim.formats import weight_format
+
+    from .quantized import is_ignored
+
+    module, _, part = name.rpartition(".")
+    base = module + ".weight"
+    if part not in _PART_TYPES or base not in shapes or len(shapes[base]) != 2 or \
+            is_ignored(module, cfg.quant_ignore):
+        return None
+    dtype, shape = view.get_dtype(), tuple(view.get_shape())
+    if part == "weight" and dtype in FLOAT_TYPES:
+        return None  # a float weight the scheme left alone
+    if dtype not in _PART_TYPES[part]:
+        raise ModelError(f"{path}: tensor {name} is {dtype}; a {part} must be "
+                         f"{' or '.join(_PART_TYPES[part])}")
+    n, k = shapes[base]
+    fmt = weight_format(cfg.quant)
+    want = {"weight_packed": (n, -(-k * fmt.bits // 32)), "weight_scale": (n, fmt.groups(k)),
+            "weight_shape": (2,), "weight": (n, k),
+            "weight_zero_point": ((-(-n * fmt.bits // 32), fmt.groups(k)) if dtype == "I32"
+                                  else (n, fmt.groups(k)))}[part]
+    if part == "weight_scale" and shape == (n,):
+        want = (n,)
+    if shape != want:
+        raise ModelError(f"{path}: tensor {name} has shape {list(shape)}; {cfg.quant} "
+                         f"weights of [{n}, {k}] need {list(want)}")
+    return base

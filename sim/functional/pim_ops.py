@@ -69,7 +69,9 @@ def _mac(st: ChannelState, ins: Mac, ev: Eval, host: HostBuffers) -> None:
     bsl, bidx = st.banks(ins.bank, ins.step)
     usl, uidx = st.units(ins.bank, ins.step)
     lanes, n, nc = st.lanes, st.n, ins.ncols
-    v = st.read_cols(bsl, bidx, ev(ins.col), nc * lanes).reshape(n, len(bidx), nc, lanes)
+    if ins.fmt:  # a denser column of dequantized weights, each against its own element
+        lanes *= st.hw.density(ins.fmt)
+    v = st.read_cols(bsl, bidx, ev(ins.col), nc * lanes, lanes).reshape(n, len(bidx), nc, lanes)
     idx = st.acc_index(usl, uidx, ev(ins.reg))
     a = st.acc[idx][:, :, 0]
     gbo = ev(ins.gb)
@@ -136,7 +138,8 @@ def _rdacc(st: ChannelState, ins: RdAcc, ev: Eval, host: HostBuffers) -> None:
 
 def _rd(st: ChannelState, ins: RdBank, ev: Eval, host: HostBuffers) -> None:
     bsl, bidx = st.banks(ins.bank, 0)
-    v = st.read_cols(bsl, bidx, ev(ins.col), ins.ncols * st.lanes)
+    per = st.lanes * st.hw.density(ins.fmt)  # a packed row: the values the host dequantizes
+    v = st.read_cols(bsl, bidx, ev(ins.col), ins.ncols * per, per)
     host.write(ins.dst.buf, ev(ins.dst.offset), v.reshape(st.n, -1))
 
 

@@ -98,12 +98,15 @@ class ChannelState:
                            f"{self.gch_arr[c]}, bank {bsl.start + b * bsl.step}): act first")
         return rows
 
-    def _elems(self, col: Operand, k: int) -> np.ndarray:
-        return np.broadcast_to(np.asarray(col)[..., None] * self.lanes + np.arange(k),
+    def _elems(self, col: Operand, k: int, per: int | None = None) -> np.ndarray:
+        return np.broadcast_to(np.asarray(col)[..., None] * (per or self.lanes) + np.arange(k),
                                (self.n, k))
 
-    def read_cols(self, bsl: slice, bidx: np.ndarray, col: Operand, k: int) -> np.ndarray:
-        """``[n, banks, k]`` elements of the open rows from column ``col``."""
+    def read_cols(self, bsl: slice, bidx: np.ndarray, col: Operand, k: int,
+                  per: int | None = None) -> np.ndarray:
+        """``[n, banks, k]`` elements of the open rows from column ``col`` (``per``
+        elements per column: ``lanes``, or a denser weight format's)."""
+        per = per or self.lanes
         rows = self._rows(bsl, "column read")
         r0 = int(rows.flat[0])
         if (rows == r0).all():
@@ -111,11 +114,11 @@ class ChannelState:
             if arr is None:
                 return np.zeros((self.n, len(bidx), k), np.float32)
             if not isinstance(col, np.ndarray):
-                return arr[self.gch, bsl, col * self.lanes:col * self.lanes + k]
-            e = self._elems(col, k)
+                return arr[self.gch, bsl, col * per:col * per + k]
+            e = self._elems(col, k, per)
             return arr[self.gch_arr[:, None, None], bidx[None, :, None], e[:, None, :]]
         out = np.zeros((self.n, len(bidx), k), np.float32)
-        e = self._elems(col, k)
+        e = self._elems(col, k, per)
         for r in np.unique(rows):
             arr = self.mem.row_array(int(r))
             if arr is not None:

@@ -37,6 +37,10 @@ class Banks:
         self.burst = o.burst_length // 2
         self.wr_rec = t.cwl + self.burst + t.twr  # last write column to precharge
         self.pcol = max(1, cycles(hw.pim_column_ns, o.tck_ns))  # PIM unit column spacing
+        f = hw.formats  # per integer format: column spacing, weights per column, pJ per weight
+        self.fmt_col = {kind: (max(1, cycles(hw.format_column_ns(kind), o.tck_ns)),
+                               p.lanes * hw.density(kind), f.mac_pj(kind) + f.dequant_pj)
+                        for kind in f.weights}
         self.pipe = cycles(p.mac_latency_cycles * 1e3 / p.clock_mhz, o.tck_ns)
         self.maclat = self.burst + self.pipe  # column issue to result in the register
         self.gbps, self.lanes = hw.channel_bus_gbps, p.lanes
@@ -57,6 +61,7 @@ class Banks:
         self.horizon = 1 + max(
             t.trcd, t.trcd_wr, t.trcd_mac, t.trp, t.tras, t.cl, t.cwl, t.tccd_l, t.trrd_l,
             t.tfaw, t.trtp, self.wr_rec, self.pcol, self.maclat,
+            *(c[0] for c in self.fmt_col.values()),
         )
 
     # ---- stream interface (engine) -----------------------------------------------

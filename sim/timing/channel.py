@@ -47,11 +47,11 @@ class Channel(Banks):
 
     def pim_col(self, env: dict, a: tuple) -> None:
         """Mac (``ncols`` columns) or Ew (one): all target banks' units, PIM column pipe."""
-        code, banks, groups, units, n, slots, gb, span = a
+        code, banks, groups, units, n, slots, gb, span, *fmt = a
         if slots is None:
             g = gb.eval(env)
             slots = range(g // self.lanes, (g + span - 1) // self.lanes + 1)
-        d = self.pcol
+        d, lanes, pj = (self.pcol, self.lanes, 0.0) if not fmt else self.fmt_col[fmt[0]]
         while n:
             u_col, gbr = self.u_col, self.gb
             t = max(self._col_time(banks, groups, self.trcd_mac),
@@ -68,7 +68,10 @@ class Channel(Banks):
             self.done = max(self.done, fin)
             ctr = self.ctr
             ctr[code] += k
-            ctr[Count.LANE_OPS] += k * len(banks) * self.lanes
+            if pj:  # a format's lane ops and dequantization, at its own energy
+                ctr[Count.FORMAT_PJ] += k * len(banks) * lanes * pj
+            else:
+                ctr[Count.LANE_OPS] += k * len(banks) * lanes
             ctr[Count.PIM_BUSY] += k * d
             n -= k
 

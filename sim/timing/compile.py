@@ -85,6 +85,10 @@ def _pim(cx: _Ctx, ins: Instr) -> tuple:
         return Channel.pre, (cx.targets(ins.bank, ins.step)[0],)
     if isinstance(ins, Mac):
         span = ins.ncols * (1 if ins.mode == "bcast" else p.lanes)
+        if ins.fmt:  # denser columns: their own spacing and energy per column
+            span *= cx.hw.density(ins.fmt)
+            return Channel.pim_col, (Count.MAC, *cx.targets(ins.bank, ins.step), ins.ncols,
+                                     *cx.gb(ins.gb, span), ins.fmt)
         return Channel.pim_col, (Count.MAC, *cx.targets(ins.bank, ins.step), ins.ncols,
                                  *cx.gb(ins.gb, span))
     if isinstance(ins, Ew | Af):

@@ -18,7 +18,7 @@ def energy_breakdown(hw: Hardware, total: list, latency_ns: float) -> dict[str, 
     return {
         "activate": total[Count.BANK_ACTS] * e.activate_pj,
         "column": total[Count.COLS] * e.column_pj,
-        "mac": total[Count.LANE_OPS] * e.mac_pj,
+        "mac": total[Count.LANE_OPS] * e.mac_pj + total[Count.FORMAT_PJ],
         "gb_write": total[Count.GB_BYTES] * e.gb_write_pj_per_byte,
         "offchip": total[Count.OFFCHIP_BYTES] * 8 * e.offchip_pj_per_bit,
         "refresh": total[Count.REFRESHES] * e.refresh_pj,

@@ -34,6 +34,7 @@ class Count:
     SENDS = 26  # link transfers (local copies excluded)
     LINK_BYTES = 27  # bytes sent over the link
     LINK_BUSY = 28  # link port occupancy, ns (float)
+    FORMAT_PJ = 29  # energy of integer-format lane ops and dequantization, pJ (float)
 
 
-N_COUNTERS = 29
+N_COUNTERS = 30

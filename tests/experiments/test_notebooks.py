@@ -10,7 +10,7 @@ from nbclient import NotebookClient
 
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "experiments" / "notebooks"
 NAMES = ("cost_model_accuracy", "search_efficiency", "hw_codesign", "end_to_end",
-         "regress_history")
+         "regress_history", "quantization")
 
 
 def test_the_notebooks_exist_with_outputs() -> None:

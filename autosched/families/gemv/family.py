@@ -24,7 +24,7 @@ from ..base import Family, Option
 from ..common import head_split, joined, norm_weight, rms_norm, rope_tables, rotate, silu
 from . import fit, fusion
 from .attrs import gemv_attrs
-from .bound import gemv_bound, gemv_bound_terms
+from .formats import dequant_site, format_device, format_of, format_terms, tag_format
 from .lowering import gemv_kernel
 from .resident import pin_layout
 
@@ -40,24 +40,34 @@ class GemvFamily(Family):
     in_banks: ClassVar[bool] = True
     memory_kind: ClassVar[str | None] = "weights"
 
+    # A workload of an integer weight format the units take is laid out on the format's
+    # view of the device (``formats.format_device``): every question below asks it.
     def space(self, workload: Workload, hw: Hardware) -> Space:
         gemv_attrs(workload)
-        return gemv_space(workload, hw)
+        return gemv_space(workload, format_device(workload, hw))
 
     def default(self, workload: Workload, hw: Hardware) -> dict:
-        return gemv_default(workload, hw)
+        dev = format_device(workload, hw)
+        if dev is not hw and workload.op == "gemm":  # the host reads packed codes: its side
+            t = format_terms(workload, hw)            # weighed at their bytes
+            host = self.side_point(workload, hw, "host") if t["host"] < t["pim"] else None
+            if host is not None:
+                return host
+        return gemv_default(workload, dev)
 
     def library(self, workload: Workload, hw: Hardware) -> dict | None:
-        return gemv_library(workload, hw)
+        return gemv_library(workload, format_device(workload, hw))
 
     def lower(self, workload: Workload, point: dict, hw: Hardware) -> Kernel:
-        return gemv_kernel(workload, point, hw)
+        dev = format_device(workload, hw)
+        kernel = gemv_kernel(workload, point, dev)
+        return kernel if dev is hw else tag_format(kernel, format_of(workload).kind)
 
     def bound(self, workload: Workload, hw: Hardware) -> float:
-        return gemv_bound(workload, hw)
+        return format_terms(workload, hw)["bound"]
 
     def options(self, workload: Workload, hw: Hardware) -> tuple[Option, ...]:
-        t = gemv_bound_terms(workload, hw)
+        t = format_terms(workload, hw)
         dev = max(t["pim_columns"], t["pim_banks"], t["pim_bus"])
         host_host = t["host"] - t["host_weights"]  # a host GEMV's reads need no input
         return (Option(dev, t["pim"] - dev, t["pim"]),
@@ -70,13 +80,13 @@ class GemvFamily(Family):
 
     def side_point(self, workload: Workload, hw: Hardware, side: str) -> dict | None:
         try:
-            return gemv_default(workload, hw, placement=side)
+            return gemv_default(workload, format_device(workload, hw), placement=side)
         except AutoschedError:
             return None
 
     # ---- the workload in a step ----------------------------------------------------
     def pin(self, workload: Workload, hw: Hardware, db: Any) -> Workload:
-        return pin_layout(workload, hw, db)
+        return pin_layout(workload, hw, db, format_device(workload, hw))
 
     def shard(self, workload: Workload, dims: tuple[str, ...], tp: int) -> Workload:
         w = super().shard(workload, dims, tp)
@@ -88,7 +98,12 @@ class GemvFamily(Family):
 
     # ---- memory --------------------------------------------------------------------
     def weight_bytes(self, workload: Workload, hw: Hardware) -> int:
-        return workload.dims["n"] * workload.dims["k"] * hw.elem_bytes
+        """Packed codes, scales and zero points when the banks hold the format; else
+        ``pim.dtype`` values (a format the units do not take is dequantized at load)."""
+        n, k = workload.dims["n"], workload.dims["k"]
+        if dequant_site(workload, hw) == "bank":
+            return format_of(workload).weight_bytes(n, k)
+        return n * k * hw.elem_bytes
 
     def fit_memory(self, step: Any) -> dict[str, Schedule]:
         return fit.dense_schedules(step, self.ops)

@@ -31,8 +31,11 @@ Option = tuple[int, float, Schedule]  # rows per bank, latency alone (ns), sched
 
 
 def _rows(w: Workload, point: dict, hw: Hardware) -> int:
+    from .formats import format_device
+
     d = w.dims
-    return gemv_layout_of(hw, d["n"], d["k"], d["m"], point_opts(point)).rows_per_bank
+    return gemv_layout_of(format_device(w, hw), d["n"], d["k"], d["m"],
+                          point_opts(point)).rows_per_bank
 
 
 def layout_options(w: Workload, hw: Hardware, current: Schedule) -> list[Option]:
@@ -75,6 +78,8 @@ def dense_schedules(cm: Any, ops: tuple[str, ...]) -> dict[str, Schedule]:
     need = -(-(bd.used - bd.capacity) // bd.row_index)
     groups: dict[str, list[str]] = {}
     for n in cm.graph:
+        if n.name not in cm.choices:  # a node of another pipeline stage
+            continue
         c = cm.choices[n.name]
         w = c.workload
         if (w.op in ops and c.kind.looked_up
@@ -111,10 +116,15 @@ def fitted_layouts(one: Any, ops: tuple[str, ...]) -> dict[tuple, str]:
     ``ops``) fitted to denser layouts: their identity -> the layout's key."""
     layouts = {}
     for n in one.graph:
+        if n.name not in one.choices:  # a node of another pipeline stage
+            continue
         c = one.choices[n.name]
         if c.kind == "fitted" and c.workload.op in ops and c.workload.dims["m"] == 1:
             d = c.workload.dims
-            opts = point_opts(c.schedule.point).resolve(one.hw, d["n"], d["k"], 1)
+            from .formats import format_device
+
+            dev = format_device(c.workload, one.hw)
+            opts = point_opts(c.schedule.point).resolve(dev, d["n"], d["k"], 1)
             layouts[_weight(c.workload)] = layout_key(opts)
     return layouts
 

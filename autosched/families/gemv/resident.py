@@ -24,9 +24,10 @@ def _with_attrs(w: Workload, **attrs: object) -> Workload:
     return Workload(w.op, w.shape, w.dtype, tuple(sorted({**dict(w.attrs), **attrs}.items())))
 
 
-def pin_layout(w: Workload, hw: Hardware, db: Any) -> Workload:
+def pin_layout(w: Workload, hw: Hardware, db: Any, dev: Hardware | None = None) -> Workload:
     """``w`` (gemv or gemm over more than one row) with its weights' resident layout as
-    its ``layout`` attribute; any other workload unchanged."""
+    its ``layout`` attribute; any other workload unchanged. ``dev``: the device the
+    layout is resolved on (the weight format's view, ``formats.format_device``)."""
     from autosched.lookup import lookup  # the lookup reads every family: imported on use
 
     if w.dims["m"] == 1 or w.attr("layout") is not None:
@@ -34,8 +35,9 @@ def pin_layout(w: Workload, hw: Hardware, db: Any) -> Workload:
     n, k = w.dims["n"], w.dims["k"]
     one = Workload.make("gemv", w.dtype, dict(w.attrs), m=1, n=n, k=k)
     point = lookup(db, one, hw).schedule.point
+    dev = dev or hw
     if point.get("placement") == "pim":
-        layout = point_opts(point).resolve(hw, n, k, 1)
+        layout = point_opts(point).resolve(dev, n, k, 1)
     else:
-        layout = default_layout(hw, n, k)
+        layout = default_layout(dev, n, k)
     return w if layout is None else _with_attrs(w, layout=layout_key(layout))
