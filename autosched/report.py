@@ -59,7 +59,8 @@ class TaskReport:
 
 @dataclass(frozen=True)
 class EndToEnd:
-    """Whole-step figures: default schedules unfused vs tuned schedules under ``plan``."""
+    """Whole-step figures: default schedules unfused vs the step stored (``plan``,
+    ``placement`` and ``schedules``: ``tuned`` or ``default``), never slower than it."""
 
     default_ns: float
     tuned_ns: float
@@ -69,6 +70,7 @@ class EndToEnd:
     energy_pj: float
     plan: dict | None = None
     placement: str = "auto"
+    schedules: str = "tuned"  # where the winning step's schedules come from (or "default")
 
     @property
     def speedup(self) -> float:
@@ -78,7 +80,8 @@ class EndToEnd:
         return {"default_ns": _num(self.default_ns), "tuned_ns": _num(self.tuned_ns),
                 "bound_ns": _num(self.bound_ns), "baseline_ns": _num(self.baseline_ns),
                 "tokens_per_s": _num(self.tokens_per_s), "energy_pj": _num(self.energy_pj),
-                "speedup": _num(self.speedup), "plan": self.plan, "placement": self.placement}
+                "speedup": _num(self.speedup), "plan": self.plan, "placement": self.placement,
+                "schedules": self.schedules}
 
 
 @dataclass(frozen=True)
@@ -158,6 +161,7 @@ class TuneReport:
                                                    if e.bound_ns > 0 else math.nan),
                 ("tokens/s", e.tokens_per_s), ("energy pJ", e.energy_pj),
                 ("fusion plan", _plan_text(e.plan)), ("placement", e.placement),
+                ("schedules", e.schedules),
                 ("plan margin (runner-up / winner)", self.plan_margin()),
                 ("measurements (new / reused)", f"{self.measurements} / {self.reused}"),
                 ("search s / measuring s", f"{self.search_s:.1f} / {self.measure_s:.1f}"),
