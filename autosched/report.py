@@ -38,6 +38,13 @@ class TaskReport:
     predicted_gain_ns: float = math.nan  # per step still predicted when the run stopped
 
     @property
+    def realised_gain_ns(self) -> float:
+        """What tuning saved per step: count x (default - tuned) (nan when missing)."""
+        if not (math.isfinite(self.default_ns) and math.isfinite(self.tuned_ns)):
+            return math.nan
+        return self.count * (self.default_ns - self.tuned_ns)
+
+    @property
     def speedup(self) -> float:
         """default / tuned (nan when either is missing)."""
         if not (math.isfinite(self.default_ns) and math.isfinite(self.tuned_ns)):
@@ -53,6 +60,7 @@ class TaskReport:
             "bound_ns": _num(self.bound_ns), "speedup": _num(self.speedup),
             "measurements": self.measurements, "new": self.new,
             "predicted_gain_ns": _num(self.predicted_gain_ns),
+            "realised_gain_ns": _num(self.realised_gain_ns),
             "schedule": self.schedule.to_dict() if self.schedule else None,
         }
 
@@ -144,7 +152,8 @@ class TuneReport:
         rows: list[list[object]] = []
         for t in sorted(self.tasks, key=weight):
             rows.append([t.workload.key, t.count, t.default_ns, t.tuned_ns, t.bound_ns,
-                         t.speedup, t.measurements, t.new, t.predicted_gain_ns])
+                         t.speedup, t.measurements, t.new, t.predicted_gain_ns,
+                         t.realised_gain_ns])
         return rows
 
     def plan_margin(self) -> float:
@@ -169,7 +178,7 @@ class TuneReport:
 
 
 TASK_HEADERS = ("workload", "count", "default ns", "tuned ns", "bound ns", "speedup",
-                "measurements", "new", "pred. gain ns")
+                "measurements", "new", "pred. gain ns", "realised gain ns")
 
 
 def _plan_text(plan: dict | None) -> str:
