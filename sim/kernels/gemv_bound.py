@@ -21,8 +21,10 @@ def gemv_terms(hw: Hardware, m: int, n: int, k: int, *, prologue: bool = False,
     commands per channel (m x n x k / column elements over all units) x the shortest
     spacing of two all-bank column commands; ``banks`` = one bank's activations (tRCD_MAC
     each, tRP between) plus its MACs beyond the first of each row, at the average load,
-    which the busiest bank cannot beat; ``refresh`` = the all-bank refreshes the longer
-    of those two must hold (``sim.bound.refresh_span_ns``); ``bus`` = input broadcast
+    which the busiest bank cannot beat (it opens at least one row); ``refresh`` = the
+    all-bank refreshes the longer of those two must hold (``sim.bound.refresh_span_ns``);
+    ``tail`` = after the last column, its MAC pipeline and one read-out of a register of
+    every unit (:func:`_tail_ns`); ``bus`` = input broadcast
     plus read-out bytes per channel on average over the channel bus; plus one host op
     after the read-out (and one before the start with an rmsnorm ``prologue``). host:
     every weight byte over the external bus, then the matmul (roofline + dispatch), then
@@ -32,7 +34,7 @@ def gemv_terms(hw: Hardware, m: int, n: int, k: int, *, prologue: bool = False,
     eb, ab = hw.elem_bytes, DTYPE_BYTES[hw.pim.accum_dtype]
     banks = org.channels * org.banks_per_channel
     per_ch = m * n * k / hw.column_elems / (org.channels * hw.units_per_channel)
-    rows = n * k * eb / org.row_bytes / banks
+    rows = max(n * k * eb / org.row_bytes / banks, 1.0)  # a bank with data opens a row
     cols = m * n * k / hw.column_elems / banks
     bank_col = hw.pim_column_ns if hw.pim.banks_per_unit == 1 else t.tccd_l * tck
     pim = {
@@ -42,13 +44,26 @@ def gemv_terms(hw: Hardware, m: int, n: int, k: int, *, prologue: bool = False,
     }
     busy = max(pim["pim_columns"], pim["pim_banks"])
     pim["pim_refresh"] = refresh_span_ns(hw, busy) - busy
-    pim_total = max(busy + pim["pim_refresh"], pim["pim_bus"]) + ov * (1 + prologue)
+    pim["pim_tail"] = _tail_ns(hw)
+    pim_total = max(busy + pim["pim_refresh"] + pim["pim_tail"], pim["pim_bus"]) + \
+        ov * (1 + prologue)
     mm = max(2 * m * n * k / hw.host.peak_gflops,
              ((m * k + n * k) * eb + m * n * 4) / hw.host.bandwidth_gbps)
     host = {"host_weights": n * k * eb / hw.external_bandwidth_gbps, "host_matmul": mm + ov}
     host_total = sum(host.values()) + ov * epilogue
     return {**pim, "pim": pim_total, **host, "host": host_total,
             "bound": min(pim_total, host_total)}
+
+
+def _tail_ns(hw: Hardware) -> float:
+    """From the last MAC column to the read-out data on the bus, as the simulator times it:
+    the column burst and the unit's pipeline, the read latency, and one register of every
+    unit of the channel (each point reads every unit out)."""
+    tck, p = hw.org.tck_ns, hw.pim
+    pipe = math.ceil(p.mac_latency_cycles * 1e3 / p.clock_mhz / tck - 1e-9)
+    reg = p.register_lanes * DTYPE_BYTES[p.accum_dtype] * hw.units_per_channel
+    xfer = math.ceil(reg / hw.channel_bus_gbps / tck - 1e-9)
+    return (hw.org.burst_length // 2 + pipe + hw.timing.cl + xfer) * tck
 
 
 def layout_estimate_ns(hw: Hardware, pl: GemvLayout) -> float:
