@@ -296,3 +296,23 @@ def test_a_tuned_step_slower_than_the_default_is_never_stored(fakes, tmp_path, m
     step = step_of(TINY, phase="decode", batch=1, context=rep.context)
     stored = db.plan(str(PlanKey.of(PlanKind.PLACEMENT, step)), rep.hardware_fingerprint)
     assert stored == {"placement": "auto", "schedules": "default"}
+
+
+def test_a_serving_profile_shares_one_budget_and_measures_shared_tasks_once(fakes, tmp_path):
+    from autosched.tune_profile import buckets_of, tune_profile
+
+    buckets = buckets_of(["decode"], [1], [16, 32])  # the same workloads except attention
+    db = tmp_path / "t.db"
+    prof = tune_profile(TINY, buckets, trials=1000, db=db, workers=1, cost_model="none",
+                        fusion="none")
+    assert [(r.phase, r.context) for r in prof.reports] == [("decode", 16), ("decode", 32)]
+    first, second = prof.reports
+    assert second.reused > 0  # what the first bucket measured is not measured again
+    keys = [(m.workload.key, m.schedule.key) for m in open_database(db).records()]
+    assert len(keys) == len(set(keys)) == prof.measurements
+    assert all(r.end_to_end.tuned_ns <= r.end_to_end.default_ns for r in prof.reports)
+    capped = tune_profile(TINY, buckets, trials=3, db=tmp_path / "u.db", workers=1,
+                          cost_model="none", fusion="none")
+    assert capped.measurements <= 3
+    with pytest.raises(Exception, match="phase"):
+        buckets_of(["serve"], [1], [16])
