@@ -38,6 +38,13 @@ class TaskReport:
     predicted_gain_ns: float = math.nan  # per step still predicted when the run stopped
 
     @property
+    def realised_gain_ns(self) -> float:
+        """What tuning saved per step: count x (default - tuned) (nan when missing)."""
+        if not (math.isfinite(self.default_ns) and math.isfinite(self.tuned_ns)):
+            return math.nan
+        return self.count * (self.default_ns - self.tuned_ns)
+
+    @property
     def speedup(self) -> float:
         """default / tuned (nan when either is missing)."""
         if not (math.isfinite(self.default_ns) and math.isfinite(self.tuned_ns)):
@@ -53,13 +60,15 @@ class TaskReport:
             "bound_ns": _num(self.bound_ns), "speedup": _num(self.speedup),
             "measurements": self.measurements, "new": self.new,
             "predicted_gain_ns": _num(self.predicted_gain_ns),
+            "realised_gain_ns": _num(self.realised_gain_ns),
             "schedule": self.schedule.to_dict() if self.schedule else None,
         }
 
 
 @dataclass(frozen=True)
 class EndToEnd:
-    """Whole-step figures: default schedules unfused vs tuned schedules under ``plan``."""
+    """Whole-step figures: default schedules unfused vs the step stored (``plan``,
+    ``placement`` and ``schedules``: ``tuned`` or ``default``), never slower than it."""
 
     default_ns: float
     tuned_ns: float
@@ -69,6 +78,7 @@ class EndToEnd:
     energy_pj: float
     plan: dict | None = None
     placement: str = "auto"
+    schedules: str = "tuned"  # where the winning step's schedules come from (or "default")
 
     @property
     def speedup(self) -> float:
@@ -78,7 +88,8 @@ class EndToEnd:
         return {"default_ns": _num(self.default_ns), "tuned_ns": _num(self.tuned_ns),
                 "bound_ns": _num(self.bound_ns), "baseline_ns": _num(self.baseline_ns),
                 "tokens_per_s": _num(self.tokens_per_s), "energy_pj": _num(self.energy_pj),
-                "speedup": _num(self.speedup), "plan": self.plan, "placement": self.placement}
+                "speedup": _num(self.speedup), "plan": self.plan, "placement": self.placement,
+                "schedules": self.schedules}
 
 
 @dataclass(frozen=True)
@@ -141,7 +152,8 @@ class TuneReport:
         rows: list[list[object]] = []
         for t in sorted(self.tasks, key=weight):
             rows.append([t.workload.key, t.count, t.default_ns, t.tuned_ns, t.bound_ns,
-                         t.speedup, t.measurements, t.new, t.predicted_gain_ns])
+                         t.speedup, t.measurements, t.new, t.predicted_gain_ns,
+                         t.realised_gain_ns])
         return rows
 
     def plan_margin(self) -> float:
@@ -158,6 +170,7 @@ class TuneReport:
                                                    if e.bound_ns > 0 else math.nan),
                 ("tokens/s", e.tokens_per_s), ("energy pJ", e.energy_pj),
                 ("fusion plan", _plan_text(e.plan)), ("placement", e.placement),
+                ("schedules", e.schedules),
                 ("plan margin (runner-up / winner)", self.plan_margin()),
                 ("measurements (new / reused)", f"{self.measurements} / {self.reused}"),
                 ("search s / measuring s", f"{self.search_s:.1f} / {self.measure_s:.1f}"),
@@ -165,7 +178,7 @@ class TuneReport:
 
 
 TASK_HEADERS = ("workload", "count", "default ns", "tuned ns", "bound ns", "speedup",
-                "measurements", "new", "pred. gain ns")
+                "measurements", "new", "pred. gain ns", "realised gain ns")
 
 
 def _plan_text(plan: dict | None) -> str:

@@ -13,6 +13,7 @@ import math
 import os
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -95,8 +96,12 @@ def tune(model: str | Path | ModelConfig, *, hw: str | Path | Hardware = "hbm-pi
     plan, and the budget then goes to the tasks of the plans still in contention (their
     estimate with the cost model's predicted bests can still beat the best plan's); the
     plans with the best tuned estimates (``FINALISTS``, more while within
-    ``FINALIST_SPREAD`` of the best) are simulated whole and the fastest is reported and
-    stored. ``fusion="none"`` tunes the unfused graph alone.
+    ``FINALIST_SPREAD`` of the best) are simulated whole. The best of them then competes,
+    whole step against whole step, with the default step (default schedules, unfused),
+    with its own plan under every placement and with its plan on the default schedules;
+    only the winner is stored (fusion and placement plans, and where its schedules come
+    from), so the step compiled from the database is never slower than the default.
+    ``fusion="none"`` tunes the unfused graph alone.
     ``runner``: a Runner (the caller closes it), or ``local`` / ``dask://host:port``
     (opened and closed here). ``sampler`` names the search strategy: an Optuna sampler
     or ``evolutionary`` (:data:`~autosched.defaults.STRATEGIES`). Each input (hardware,
@@ -111,7 +116,6 @@ def tune(model: str | Path | ModelConfig, *, hw: str | Path | Hardware = "hbm-pi
         PLACEMENTS,
         Partition,
         choose_partition,
-        choose_placement,
         partition_graph,
         pin_graph,
         plain_memory_ns,
@@ -168,30 +172,33 @@ def tune(model: str | Path | ModelConfig, *, hw: str | Path | Hardware = "hbm-pi
         job.close()
     measured = job.inserted  # this run's own records, whoever else writes to the database
 
-    # codegen: whole-step figures, default schedules unfused vs the finalists tuned
+    # codegen: whole-step candidates, each simulated; the default step is one of them,
+    # so the plan stored is never slower than the default
     by_key = {r.workload.key: r for r in results}
     est = [sum(n * _best_ns(by_key[k]) for k, n in p.items()) for p in per_plan]
     final = finalists(est)
     default = simulate_step(step, system, fusion={}, baseline=False, partition=part)
     tuned = {i: simulate_step(step, system, db=database, fusion=plans[i] or {},
-                              baseline=False, partition=part) for i in final}
+                              baseline=False, placement="auto", partition=part)
+             for i in final}
     best_i = min(final, key=lambda i: (tuned[i].latency_ns, i))
-    best_plan, fig = plans[best_i], tuned[best_i]
+    best_plan = plans[best_i]
+    cands = _candidates(step, system, database, best_plan, part, default, tuned[best_i],
+                        simulate_step, PLACEMENTS)
+    win = min(cands, key=lambda c: (c.fig.latency_ns, cands.index(c)))
+    fig = win.fig
     base_ns = plain_memory_ns(step, system, partition=part)
+    # stored only now, after the whole step was compared: compile, simulate and run
+    # find the winner's fusion plan, placement and schedule source
     if fusion == "auto":
-        _store_plan(database, step, hardware, best_plan, fig.latency_ns)
-    # placement: every operator as tuned, all in the banks, or all on the host; the fastest
-    # is recorded where compile, simulate and run find it, so the step is never slower
-    # than either side alone
-    placed = choose_placement(step, system, db=database, fusion=best_plan or {}, partition=part)
-    where = min(placed, key=lambda p: (placed[p].latency_ns, PLACEMENTS.index(p)), default=None)
-    if where is not None and placed[where].latency_ns < fig.latency_ns:
-        fig = placed[where]
+        _store_plan(database, step, hardware, win.plan, fig.latency_ns)
+    database.save_plan(str(PlanKey.of(PlanKind.PLACEMENT, step)), hardware.fingerprint,
+                       win.stored(), fig.latency_ns)
 
     job.finish()  # results are safe: a later run starts a new job instead of resuming this
     task_reports = tuple(_task_report(by_key[t.key], t, hardware) for t in task_list)
     e2e = EndToEnd(default.latency_ns, fig.latency_ns, fig.bound_ns, base_ns,
-                   fig.tokens_per_s, fig.energy_pj, best_plan, fig.placement)
+                   fig.tokens_per_s, fig.energy_pj, win.plan, win.placement, win.schedules)
     return TuneReport(
         model=cfg.name, hardware=system.name, hardware_fingerprint=hardware.fingerprint,
         phase=phase, batch=batch, context=step.context, trials=trials, seed=seed, sampler=sampler,
@@ -201,6 +208,44 @@ def tune(model: str | Path | ModelConfig, *, hw: str | Path | Hardware = "hbm-pi
         search_s=sum(r.search_s for r in results), measure_s=sum(r.measure_s for r in results),
         plans=tuple((plans[i], tuned[i].latency_ns if i in tuned else math.nan, est[i])
                     for i in sorted(range(len(plans)), key=lambda i: (est[i], i))))
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One whole-step candidate of the final comparison: a fusion plan, a placement plan,
+    where the schedules come from (``tuned``: the database; ``default``: the families'
+    defaults, as an untuned compile) and its simulated figures."""
+
+    plan: dict | None
+    placement: str
+    schedules: str
+    fig: object
+
+    def stored(self) -> dict:
+        """The placement plan as stored (``schedules`` only when not the tuned ones)."""
+        d = {"placement": self.placement}
+        if self.schedules != "tuned":
+            d["schedules"] = self.schedules
+        return d
+
+
+def _candidates(step: Step, system: object, db: Database, plan: dict | None, part: object,
+                default: object, tuned: object, simulate_step: Callable,
+                placements: tuple[str, ...]) -> list[Candidate]:
+    """Every candidate of the final comparison, the default step first (ties keep it):
+    the best finalist's plan with its tuned schedules under every placement, and with the
+    default schedules; a candidate that does not compile or fit is left out."""
+    out = [Candidate(None, "auto", "default", default), Candidate(plan, "auto", "tuned", tuned)]
+    tries = [(p, db, "tuned") for p in placements if p != "auto"]
+    tries += [("auto", None, "default")] if plan else []
+    for where, database, source in tries:
+        try:
+            fig = simulate_step(step, system, db=database, fusion=plan or {}, baseline=False,
+                                placement=where, ops=False, partition=part)
+        except AutoschedError:
+            continue
+        out.append(Candidate(plan, where, source, fig))
+    return out
 
 
 def finalists(estimates: list[float]) -> list[int]:

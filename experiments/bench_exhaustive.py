@@ -10,7 +10,11 @@ proposals (the default search), ``tpe`` is TPE alone. The table prints workload,
 points, optimum, best@budget of each strategy (worst over ``--seeds``) and their ratios
 to the optimum (goal: <= 1.02).
 
+The optimum is also set against its family's bound (goal: within 1.1x; the bound never
+above it). ``--bound-only`` prints that alone.
+
     python -m experiments.bench_exhaustive [--quick] [--hw hbm-pim aim-gddr6] [--workers 2]
+        [--bound-only]
 """
 
 from __future__ import annotations
@@ -119,8 +123,13 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, default=1, help="searches per strategy (seeds 0..)")
     ap.add_argument("--strategies", nargs="+", default=list(STRATEGIES), choices=STRATEGIES)
     ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--bound-only", action="store_true",
+                    help="the optimum against the family bound alone, no search")
     args = ap.parse_args()
+    if args.bound_only:
+        args.strategies = []
     ratios: dict[str, list[float]] = {s: [] for s in args.strategies}
+    to_bound: list[float] = []
     start = time.perf_counter()
     head = "".join(f" {'best@' + str(args.budget) + ' ' + s:>16} {'ratio':>6}"
                    for s in args.strategies)
@@ -128,7 +137,8 @@ def main() -> None:
         for hw in [load_hardware(h) for h in args.hw]:
             print(f"\nhardware {hw.name}; spaces <= {args.limit} valid points; "
                   f"budget {args.budget}; worst of {args.seeds} seed(s)")
-            print(f"{'workload':<46} {'valid':>5} {'optimum ns':>11}{head} {'search s':>8}")
+            print(f"{'workload':<46} {'valid':>5} {'optimum ns':>11} {'bound ns':>10} "
+                  f"{'opt/bound':>9}{head} {'search s':>8}")
             for _model, w in workloads(args.quick):
                 try:
                     points = valid_points(w, hw, args.limit)
@@ -141,7 +151,10 @@ def main() -> None:
                     continue
                 table = exhaustive(w, hw, runner, points)
                 best = min((m.latency_ns for m in table.values() if m.ok), default=math.inf)
-                row, secs = f"{w.key:<46} {len(points):>5} {best:>11.1f}", 0.0
+                bnd = family_of(w).bound(w, hw)
+                to_bound.append(best / bnd)
+                row, secs = (f"{w.key:<46} {len(points):>5} {best:>11.1f} {bnd:>10.1f} "
+                             f"{best / bnd:>9.3f}{'  BOUND ABOVE' if bnd > best else ''}"), 0.0
                 for s in args.strategies:
                     runs = [searched(w, hw, table, s, args.budget, seed, Path(tmp))
                             for seed in range(args.seeds)]
@@ -151,6 +164,10 @@ def main() -> None:
                     row += f" {found:>16.1f} {found / best:>6.3f}"
                 print(row + f" {secs:>8.1f}", flush=True)
     print()
+    if to_bound:
+        print(f"optimum / family bound: {sum(r <= 1.1 for r in to_bound)}/{len(to_bound)} "
+              f"within 1.1x; worst {max(to_bound):.3f}; bound above the optimum "
+              f"{sum(r < 1 for r in to_bound)} time(s)")
     for s, rs in ratios.items():
         if rs:
             print(f"{s}: {sum(r <= 1.02 for r in rs)}/{len(rs)} within 2 % of the optimum; "

@@ -10,6 +10,7 @@ program can finish sooner, and the cycle-level simulator never reports less.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from .hardware import DTYPE_BYTES, Hardware, require_hardware
@@ -17,7 +18,7 @@ from .host_ops import cost
 from .isa import Act, Ew, HostOp, Mac, RdAcc, RdBank, WrAcc, WrBank, WrGb
 from .program import Program, Stream, walk
 
-__all__ = ["Bound", "ChannelWork", "bound", "host_op_ns"]
+__all__ = ["Bound", "ChannelWork", "bound", "host_op_ns", "refresh_span_ns"]
 
 
 @dataclass(frozen=True)
@@ -31,6 +32,21 @@ class Bound:
     def binding(self) -> str:
         """The resource that sets the bound."""
         return max(self.resources, key=self.resources.__getitem__) if self.resources else ""
+
+
+def refresh_span_ns(hw: Hardware, busy_ns: float) -> float:
+    """The least time that holds ``busy_ns`` of bank work (activations, precharges and
+    column commands, which an all-bank refresh stops): a span of ``T`` holds at least
+    ``floor(T / tREFI)`` refresh due times whatever its phase, and each blocks the banks
+    for ``tRFC``; the smallest ``T = busy + tRFC * floor(T / tREFI)``."""
+    t, tck = hw.timing, hw.org.tck_ns
+    refi, rfc = t.trefi * tck, t.trfc * tck
+    if busy_ns <= 0 or refi <= 0 or rfc <= 0 or rfc >= refi:
+        return max(busy_ns, 0.0)
+    span = busy_ns
+    while (nxt := busy_ns + rfc * math.floor(span / refi)) > span:
+        span = nxt
+    return span
 
 
 def host_op_ns(op: HostOp, hw: Hardware, dtypes: dict[str, str]) -> float:

@@ -14,6 +14,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from sim.timing.decompose import PARTS
+
 from .numbers import integer
 from .output import kv_table, print_json, table
 
@@ -65,11 +67,12 @@ def _run(args: argparse.Namespace) -> int:
     cfg = resolve_model(args.model)
     source, where = _source(args.db)
     graph = model_graph(cfg, phase=args.phase, batch=args.batch, context=args.context)[1]
-    source.choices(graph, hw)  # an export lacking a workload, a foreign database: now
+    choices = source.choices(graph, hw)  # an export lacking a workload, a foreign database
     h = handoff(args.model, args.hw, runner=Runner(repeats=1, tuned=source),
                 phase=args.phase, batch=args.batch, context=args.context)
+    parts = _decomposition(h, choices, hw)
     if args.json:
-        print_json({**h.to_dict(), "schedules_from": where})
+        print_json({**h.to_dict(), "schedules_from": where, "decomposition": parts})
         return 0
     print(f"tuned schedules from {where}")
     rows = [["/".join(o.roles), o.workload, o.count, _us(o.library_ns), _us(o.default_ns),
@@ -79,8 +82,30 @@ def _run(args: argparse.Namespace) -> int:
     print(table(["roles", "workload", "count", "library µs", "default µs", "tuned µs",
                  "bound µs", "tuned/library", "uses", "why"], rows))
     print()
+    print("where each tuned kernel's time goes (ablation: each cost made free in turn)")
+    print(table(["workload", "tuned µs", "bound µs", "tuned/bound", *(
+        f"{p} µs" for p in PARTS)], [[d["workload"], _us(d["latency"]), _us(d["bound"]),
+                                      d["latency"] / d["bound"] if d["bound"] else "-",
+                                      *(_us(d[p]) for p in PARTS)] for d in parts]))
+    print()
     print(kv_table(_summary(h)))
     return 0
+
+
+def _decomposition(h, choices: dict, hw) -> list[dict]:
+    """Per distinct operator, its tuned schedule's latency split by
+    ``Family.decompose``, beside its bound."""
+    from autosched.families import family_of
+
+    by_key = {c.workload.key: c for c in choices.values()}
+    out = []
+    for o in h.ops:
+        c = by_key.get(o.workload)
+        if c is None:
+            continue
+        d = family_of(c.workload).decompose(c.workload, c.schedule.point, hw)
+        out.append({"workload": o.workload, "bound": o.bound_ns, **d})
+    return out
 
 
 def _summary(h) -> list[tuple[str, object]]:

@@ -30,11 +30,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--quantize", default=None, metavar="w8|w4g128",
                    help="quantize every linear but the LM head to this weight format on "
                         "the fly (round to nearest)")
-    p.add_argument("--phase", choices=("decode", "prefill"), default="decode")
-    p.add_argument("--batch", type=integer("--batch"), default=1, metavar="B")
-    p.add_argument("--context", type=integer("--context"), default=None, metavar="L",
+    p.add_argument("--phase", type=_phases, default=["decode"], metavar="decode|prefill[,..]",
+                   help="decode or prefill; a comma list tunes a serving profile")
+    p.add_argument("--batch", type=_listed(integer("--batch")), default=[1], metavar="B[,..]",
+                   help="sequences (a comma list: one bucket each)")
+    p.add_argument("--context", type=_listed(integer("--context")), default=None,
+                   metavar="L[,..]",
                    help=f"KV length (decode) or prompt length (prefill); default "
-                        f"{DEFAULT_CONTEXT}")
+                        f"{DEFAULT_CONTEXT}; a comma list: one bucket each")
     p.add_argument("--trials", type=integer("--trials"), default=DEFAULT_TRIALS, metavar="N",
                    help=f"new measurements this run may spend (default {DEFAULT_TRIALS})")
     p.add_argument("--workers", type=integer("--workers"), default=None, metavar="N",
@@ -71,6 +74,24 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(run=_run)
 
 
+def _listed(one):
+    """An argparse type: a comma list of ``one``'s values (one value: a list of one)."""
+    def parse(text: str) -> list:
+        return [one(part) for part in text.split(",")]
+
+    parse.__name__ = getattr(one, "__name__", "value")
+    return parse
+
+
+def _phases(text: str) -> list[str]:
+    out = [t.strip() for t in text.split(",")]
+    bad = [t for t in out if t not in ("decode", "prefill")]
+    if bad:
+        raise argparse.ArgumentTypeError(f"invalid phase {bad[0]!r}: use decode or prefill, "
+                                         "or a comma list of them")
+    return out
+
+
 class ProgressBar:
     """A tqdm bar on stderr fed by the search's progress reports (``used`` of ``budget``)."""
 
@@ -100,8 +121,10 @@ def _check(args: argparse.Namespace, cfg) -> None:
     """Every flag checked before any work; a capped context is reported, not hidden."""
     from ..measure import check_runner
 
-    positive(args.batch, "--batch")
-    positive(args.context, "--context")
+    for b in args.batch:
+        positive(b, "--batch")
+    for c in args.context or ():
+        positive(c, "--context")
     positive(args.workers, "--workers")
     if args.trials < 0:
         raise AutoschedError(f"--trials must be >= 0, got {args.trials}")
@@ -110,9 +133,10 @@ def _check(args: argparse.Namespace, cfg) -> None:
     if check_runner(args.runner) is not None and args.workers is not None:
         raise AutoschedError("--workers sizes the local runner; a Dask cluster's workers are "
                              "started with `dask worker`")
-    if args.context is not None and args.context > cfg.max_positions:
-        print(f"autosched: note: --context {args.context} is capped to {cfg.max_positions}, "
-              f"{cfg.name}'s max_position_embeddings", file=sys.stderr)
+    for c in args.context or ():
+        if c > cfg.max_positions:
+            print(f"autosched: note: --context {c} is capped to {cfg.max_positions}, "
+                  f"{cfg.name}'s max_position_embeddings", file=sys.stderr)
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -141,8 +165,12 @@ def _run(args: argparse.Namespace) -> int:
         from cost_models.registry import make_cost_model
 
         make_cost_model(args.cost_model, seed=args.seed)  # a missing or foreign file: now
-    model_graph(cfg, phase=args.phase, batch=args.batch,  # capture errors now (cached)
-                context=min(args.context or DEFAULT_CONTEXT, cfg.max_positions))
+    from ..tune_profile import buckets_of
+
+    buckets = buckets_of(args.phase, args.batch, args.context or [DEFAULT_CONTEXT])
+    for b in buckets:  # capture errors now (cached)
+        model_graph(cfg, phase=b.phase, batch=b.batch,
+                    context=min(b.context, cfg.max_positions))
     runner = make_runner(args.runner, args.workers, timeout=args.timeout,
                          tls=TlsFiles(args.tls_ca_file, args.tls_cert, args.tls_key))
     _quiet("distributed")  # a lost cluster is reported in one line, not by its log
@@ -153,11 +181,19 @@ def _run(args: argparse.Namespace) -> int:
         raise
     before = len(db)
     bar = ProgressBar(enabled=not args.quiet and sys.stderr.isatty())
+    settings = dict(hw=hw, workers=args.workers, db=db, seed=args.seed,
+                    sampler=args.sampler, cost_model=args.cost_model, fusion=args.fusion,
+                    progress=bar, runner=runner)
     try:
-        rep = tune(cfg, hw=hw, phase=args.phase, batch=args.batch, context=args.context,
-                   trials=args.trials, workers=args.workers, db=db, seed=args.seed,
-                   sampler=args.sampler, cost_model=args.cost_model, fusion=args.fusion,
-                   progress=bar, runner=runner)
+        if len(buckets) > 1:
+            from ..tune_profile import tune_profile
+
+            prof = tune_profile(cfg, buckets, trials=args.trials, **settings)
+        else:
+            b = buckets[0]
+            rep = tune(cfg, phase=b.phase, batch=b.batch,
+                       context=args.context[0] if args.context else None,
+                       trials=args.trials, **settings)
     except KeyboardInterrupt:
         bar.close()
         print(f"autosched: interrupted; the {len(db) - before} measurement(s) committed since "
@@ -167,6 +203,8 @@ def _run(args: argparse.Namespace) -> int:
     finally:
         bar.close()
         runner.close()
+    if len(buckets) > 1:
+        return _print_profile(prof, report, args.report, db)
     print(f"{rep.model} {rep.phase} batch {rep.batch}, "
           f"{'context' if rep.phase == 'decode' else 'prompt'} {rep.context}, on {rep.hardware} "
           f"({rep.hardware_fingerprint[:12]}); sampler {rep.sampler}, cost model "
@@ -179,6 +217,25 @@ def _run(args: argparse.Namespace) -> int:
     if report is not None:
         write_atomic(report, lambda p: p.write_text(json.dumps(rep.to_dict(), indent=2) + "\n"))
         print(f"\nreport written to {args.report}")
+    return 0
+
+
+def _print_profile(prof, report, where: str | None, db) -> int:
+    """One row per bucket of a serving profile, then the run's totals."""
+    rows = [[r.phase, r.batch, r.context, r.measurements, r.reused, r.end_to_end.default_ns,
+             r.end_to_end.tuned_ns, r.end_to_end.speedup,
+             r.end_to_end.tuned_ns / r.end_to_end.bound_ns, r.end_to_end.placement,
+             r.end_to_end.schedules] for r in prof.reports]
+    print(f"serving profile of {prof.reports[0].model} on {prof.reports[0].hardware}: "
+          f"{len(prof.reports)} buckets, {prof.measurements} new measurement(s) in "
+          f"{prof.wall_s:.1f} s, plans stored per bucket in {db_label(db)}")
+    print()
+    print(table(["phase", "batch", "context", "new", "reused", "default ns", "tuned ns",
+                 "speedup", "tuned / bound", "placement", "schedules"], rows))
+    if report is not None:
+        write_atomic(report, lambda p: p.write_text(json.dumps(prof.to_dict(), indent=2)
+                                                    + "\n"))
+        print(f"\nreport written to {where}")
     return 0
 
 

@@ -188,7 +188,8 @@ def compile_step(step: Step | None, system: System, *, partition: Partition | No
     for this step, or none. ``schedules``: node name -> schedule (others looked up), or
     ``"library"`` for the shipped library kernels everywhere. ``placement``: ``auto``
     (every operator's looked-up schedule), ``pim`` or ``host`` (every operator on that
-    side); None means the plan stored in ``db`` for this step, or ``auto``. ``graph``:
+    side); None means the plan stored in ``db`` for this step, or ``auto`` (a stored plan
+    whose schedules are ``default`` compiles as if ``db`` held no schedule). ``graph``:
     the step's share graph already built (``step`` may then be None: a graph with no
     model config, as the ``torch.compile`` backend has). ``keep_outputs``: every node's
     output stays readable after a run. ``check`` raises :class:`CapacityError` when a
@@ -203,12 +204,15 @@ def compile_step(step: Step | None, system: System, *, partition: Partition | No
     if part.devices > system.devices:
         raise AutoschedError(f"partition {part.describe()} needs more than the "
                              f"{system.devices} devices of {system.name}")
+    stored, asked = _stored(db, PlanKind.PLACEMENT, step, hw) or {}, placement
     if placement is None:
-        placement = (_stored(db, PlanKind.PLACEMENT, step, hw) or {}).get("placement")
+        placement = stored.get("placement")
     if placement not in (None, *PLACEMENTS):
         raise AutoschedError(f"placement {placement!r} is not one of {', '.join(PLACEMENTS)}")
     if fusion is None and graph is None:
         fusion = _stored(db, PlanKind.FUSION, step, hw)
+    if stored.get("schedules") == "default" and asked is None and schedules is None:
+        db = None  # tune found this step fastest on the default schedules
     if graph is None:
         graph = partition_graph(step, part, fusion)
     graph = pin_graph(graph, hw, db)

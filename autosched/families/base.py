@@ -94,6 +94,14 @@ class Family(abc.ABC):
     def bound(self, workload: Workload, hw: Hardware) -> float:
         """Lower bound in ns over every schedule of the space (for tuned/bound ratios)."""
 
+    def decompose(self, workload: Workload, point: dict, hw: Hardware) -> dict[str, float]:
+        """Where the latency of ``point`` goes (``sim.timing.decompose``: refresh,
+        activations, bus, host, rest; they add up to ``latency``), to set against the
+        bound."""
+        from sim.timing.decompose import decompose
+
+        return decompose(self.lower(workload, point, hw).program, hw)
+
     def library(self, workload: Workload, hw: Hardware) -> dict | None:
         """The point of the space that is the shipped library kernel (``sim/kernels``, as a
         hardware team hands it over); None when the library has none for ``workload``."""

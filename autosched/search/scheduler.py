@@ -12,8 +12,9 @@ and how often. A plan is *in contention* while its optimistic estimate (each tas
 the smaller of its measured and predicted best) is not above the best plan's current
 estimate (each task at its measured best); only tasks of plans in contention are tuned,
 weighted by their largest count over those plans. The warm-up measures every task's
-named points (its default and library kernel) first, so each plan has an estimate
-before any budget goes to a task.
+default first (and its library kernel unless the cost model rules it out: predicted
+slower than the default by more than ``settings.named_margin``), so each plan has an
+estimate before any budget goes to a task.
 """
 
 from __future__ import annotations
@@ -164,9 +165,12 @@ class TaskScheduler(abc.ABC):
         finds no task worth a round."""
         if budget < 0:
             raise SearchError(f"the budget must be >= 0 measurements, got {budget}")
-        # warm-up 1: every task's named points (its default and library kernel, so every
-        # plan has an estimate, no task is left with nothing measured while another has its
-        # full warm-up, and no tuned task ends slower than the library)
+        # warm-up 1: every task's named points (its default, so every plan has an
+        # estimate and no task is left with nothing measured while another has its full
+        # warm-up; its library kernel where the cost model cannot rule it out, so no tuned
+        # task ends slower than a library kernel the model could not tell apart)
+        for t in self.tuners:
+            t.rule_out_named()
         first = [max(t.named_pending, 1 if t.measured == 0 else 0) for t in self.tuners]
         first = [n if sum(first[:i]) + n <= budget else 0 for i, n in enumerate(first)]
         used = self._measure([(i, n) for i, n in enumerate(first) if n], 0, budget, progress)

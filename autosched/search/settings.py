@@ -37,6 +37,8 @@ class SearchSettings:
     prior_noise: float = 0.05  # the model's log2 error assumed before it has been checked
     noise_floor: float = 0.01  # never trust a predicted gain below 0.7 %
     noise_window: int = 16  # the model's error on a task: RMS of this many last predictions
+    named_margin: float = 0.5  # log2: a named point predicted this much slower than the
+    # default (and more than the model's noise) is ruled out, not measured in the warm-up
     # -- the candidate pool
     cache_limit: int = 20_000  # lowered candidates kept between rounds (a space's valid points fit)
     enum_limit: int = 200_000  # spaces up to this size are enumerated for random unmeasured points

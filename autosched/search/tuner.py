@@ -116,6 +116,28 @@ class TaskTuner(ModelView):
     def default_measurement(self) -> Measurement | None:
         return self._by_key.get(self.default.key)
 
+    def rule_out_named(self) -> list[str]:
+        """Drop the named points still due other than the default that the cost model
+        predicts slower than the default by more than ``settings.named_margin`` and its
+        noise (log2): the warm-up measures a named point only where the model cannot rule
+        it out. The default is always measured. Returns the keys dropped (none without a
+        model that predicts latencies)."""
+        model, dkey = self.cost_model, self.default.key
+        due = [(k, p) for k, p in self.named.items() if k != dkey and k not in self._by_key]
+        if model is None or not due or model.latency_ns(np.zeros(1)) is None:
+            return []
+        cands = [self.pool.candidate(p) for p in (self.default.point, *(p for _, p in due))]
+        if any(c is None for c in cands):
+            return []
+        ns = model.latency_ns(np.asarray(model.predict(cands), dtype=float))
+        margin = max(self.settings.named_margin, self.noise)
+        drop = [k for (k, _), v in zip(due, ns[1:], strict=True)
+                if v > 0 and ns[0] > 0 and math.log2(v / ns[0]) > margin]
+        for k in drop:
+            del self.named[k]
+            self._first.remove(k)
+        return drop
+
     def pareto(self) -> list[Measurement]:
         """Successful measurements no other one beats on both latency and energy."""
         ok = sorted((m for m in self.measurements if m.ok),

@@ -20,6 +20,7 @@ of two some modes then have no valid tile, and validation says so.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import replace
 from functools import lru_cache
 from typing import Any
@@ -40,7 +41,8 @@ __all__ = ["GEMV_VERSION", "default_layout", "gemv_default", "gemv_library", "ge
 
 # 2: host placement reads the resident PIM layout; the ``layout`` attribute pins it;
 #    gb_tile also holds the library kernel's tile
-GEMV_VERSION = 2
+# 3: row_prefetch (the pipelined row walk) on bank-pair devices
+GEMV_VERSION = 3
 _PIM = Cond("placement", "pim")
 _BOOL = Categorical((False, True))
 
@@ -71,6 +73,7 @@ def _opts_view(values: dict[str, Any]) -> dict[str, Any]:
     if "tile_outer" in v:
         v["loop_order"] = "tile_outer" if v.pop("tile_outer") else "row_outer"
     v.setdefault("interleave", False)
+    v.setdefault("row_prefetch", False)
     return v
 
 
@@ -148,6 +151,7 @@ def gemv_space(workload: Workload, hw: Hardware) -> Space:
                                                        domains["double_buffer"], _PIM)]
     if p.banks_per_unit == 2:
         params.append(Param("interleave", domains["interleave"], _PIM))
+        params.append(Param("row_prefetch", _BOOL, _PIM))
     cons = _rules(hw, m, n, k, {p.name for p in params}, resident_layout(workload, hw))
     return Space(workload.op, GEMV_VERSION, tuple(params), tuple(cons),
                  macs=float(m * n * k))
@@ -160,7 +164,8 @@ def point_opts(point: dict) -> GemvOpts:
                     batch_rows=point["batch_rows"],
                     loop_order="tile_outer" if point["tile_outer"] else "row_outer",
                     interleave=point.get("interleave", False),
-                    double_buffer=point["double_buffer"])
+                    double_buffer=point["double_buffer"],
+                    row_prefetch=point.get("row_prefetch", False))
 
 
 def _opts_point(o: GemvOpts, hw: Hardware) -> dict:
@@ -169,6 +174,7 @@ def _opts_point(o: GemvOpts, hw: Hardware) -> dict:
           "tile_outer": o.loop_order == "tile_outer", "double_buffer": o.double_buffer}
     if hw.pim.banks_per_unit == 2:
         pt["interleave"] = o.interleave
+        pt["row_prefetch"] = o.row_prefetch
     return pt
 
 
@@ -189,6 +195,13 @@ def gemv_library(workload: Workload, hw: Hardware) -> dict | None:
     return None if gemv_space(workload, hw).validate(pt) else pt
 
 
+def _register_choices(hw: Hardware) -> tuple[int | None, ...]:
+    """Stripes per unit a default tries: enough for one pass (None), and every power of
+    two below the register file (fewer stripes pad fewer outputs when passes are many)."""
+    return (None, *(1 << i for i in range(hw.pim.registers.bit_length())
+                     if 1 << i < hw.pim.registers))
+
+
 def _competent(hw: Hardware, n: int, k: int, m: int, br: int) -> list[GemvOpts]:
     """Library options a careful engineer would pick, best first: split the reduction over
     channels until the outputs fill every unit's lanes (the layout wastes no bank rows on
@@ -196,7 +209,10 @@ def _competent(hw: Hardware, n: int, k: int, m: int, br: int) -> list[GemvOpts]:
     and alternate the two banks of a pair so one activates while the other MACs, where a
     bank has more than one row to activate (with one row there is nothing to hide, and
     the pair's second bank only halves the tile, leaving the weights of a small matrix in
-    half the channels). Ordered by the layout estimate
+    half the channels), with the pipelined row walk hiding each activation in the partner
+    bank's MACs; double-buffered broadcasts where the estimate says they repay the
+    halved tile, and the stripes per unit that pad the outputs least. Ordered by the
+    layout estimate
     (:func:`~sim.kernels.gemv_bound.layout_estimate_ns`: rows walked, activations not
     hidden, read-out), then the smaller split."""
     splits = [d for d in range(1, hw.org.channels + 1)
@@ -205,10 +221,12 @@ def _competent(hw: Hardware, n: int, k: int, m: int, br: int) -> list[GemvOpts]:
     ranked = []
     for ks in splits:
         for il in pairs:
-            o = GemvOpts(batch_rows=br, k_split=ks, interleave=il)
-            if not o.validate(hw, n, k, m):
-                est = layout_estimate_ns(hw, gemv_layout_of(hw, n, k, m, o))
-                ranked.append(((est, ks), o))
+            for db, regs in itertools.product((False, True), _register_choices(hw)):
+                o = GemvOpts(batch_rows=br, k_split=ks, interleave=il, row_prefetch=il,
+                             double_buffer=db, registers=regs)
+                if not o.validate(hw, n, k, m):
+                    est = layout_estimate_ns(hw, gemv_layout_of(hw, n, k, m, o))
+                    ranked.append(((est, ks, db, regs or 0), o))
     return [o for _, o in sorted(ranked, key=lambda r: r[0])]
 
 
@@ -232,7 +250,8 @@ def gemv_default(workload: Workload, hw: Hardware, placement: str | None = None)
     pinned = workload.attr("layout") is not None
     tries = [1] if workload.op == "gemv" else range(min(m, hw.pim.registers), 0, -1)
     for br in tries if placement != "host" else ():
-        cands = ((replace(resident_layout(workload, hw), batch_rows=br),) if pinned
+        res = resident_layout(workload, hw) if pinned else None
+        cands = ((replace(res, batch_rows=br, row_prefetch=res.interleave),) if pinned
                  else (*_competent(hw, n, k, m, br), GemvOpts(batch_rows=br)))
         for o in cands:
             if o.validate(hw, n, k, m):

@@ -21,6 +21,7 @@ from ..program import Buffer, Node, Program, Stream
 from .base import Kernel, affine_sum, loop, loop_nest, pad_to, shift_refs
 from .epilogue import NO_EPILOGUE, Epilogue
 from .gemv_layout import GemvLayout, GemvOpts, gemv_layout_of
+from .gemv_pipeline import head_columns, pipelined_tiles
 
 __all__ = ["gemv", "place_gemv", "plan_from_json", "plan_json", "unpack_layout"]
 
@@ -145,8 +146,11 @@ def _rows(pl: GemvLayout, t: Affine, half: int) -> list[Node]:
     return loop_nest(nest, body)
 
 
-def _tiles(pl: GemvLayout, kk: int) -> list[Node]:
-    """The tile loop; with double buffering, software-pipelined over two buffer halves."""
+def _tiles(pl: GemvLayout, kk: int, head: int = 0) -> list[Node]:
+    """The tile loop; with double buffering, software-pipelined over two buffer halves;
+    with ``row_prefetch``, the pipelined row walk (:mod:`.gemv_pipeline`)."""
+    if pl.opts.row_prefetch:
+        return pipelined_tiles(pl, kk, head, _wrgb)
     if not pl.opts.double_buffer:
         t = aff(0, t=1)
         return loop("t", pl.ntiles, (*_wrgb(pl, kk, t, 0), *_rows(pl, t, 0)))
@@ -167,7 +171,7 @@ def _half_offset(pl: GemvLayout) -> int:
     return pl.Br * pl.T
 
 
-def _stream(pl: GemvLayout, kk: int) -> Stream:
+def _stream(pl: GemvLayout, kk: int, head: int = 0) -> Stream:
     """The PIM stream of reduction slice ``kk``."""
     w = pl.part_width
     urr = pl.U * pl.R * pl.RL
@@ -175,7 +179,7 @@ def _stream(pl: GemvLayout, kk: int) -> Stream:
     rd = RdAcc(0, pl.bpu, aff(0, b=pl.R) if pl.opts.loop_order == "row_outer"
                else aff(0, b=pl.P * pl.R, p=pl.R), pl.R, BufRef("part", dst_off, (urr,)))
     if pl.opts.loop_order == "row_outer":
-        body = loop("p", pl.P, (ClrAcc(0, pl.bpu, aff(0), pl.Br * pl.R), *_tiles(pl, kk),
+        body = loop("p", pl.P, (ClrAcc(0, pl.bpu, aff(0), pl.Br * pl.R), *_tiles(pl, kk, head),
                                 *loop("b", pl.Br, (rd,))))
     else:
         body = [ClrAcc(0, pl.bpu, aff(0), pl.Br * pl.P * pl.R), *_tiles(pl, kk),
@@ -184,10 +188,10 @@ def _stream(pl: GemvLayout, kk: int) -> Stream:
     return Stream(f"pim{kk}", "pim", chans, (*loop("bg", pl.nbg, body), Signal(f"gemv{kk}")))
 
 
-def _slice_streams(pl: GemvLayout) -> tuple[Stream, ...]:
+def _slice_streams(pl: GemvLayout, head: int = 0) -> tuple[Stream, ...]:
     """The streams of every reduction slice: slice 0 built, the others the same body with
     their input slice and partial-sum columns shifted (what :func:`_stream` would build)."""
-    first = _stream(pl, 0)
+    first = _stream(pl, 0, head)
     out = [first]
     for kk in range(1, pl.ks):
         body = shift_refs(first.body[:-1], {"x": kk * pl.Kc, "part": kk * pl.part_width})
@@ -221,7 +225,7 @@ def gemv(hw: Hardware, n: int, k: int, batch: int = 1, opts: GemvOpts | None = N
     pl = gemv_layout_of(hw, n, k, batch, opts)
     host, bufs = _host(pl, epilogue)
     x = Buffer("x", hw.pim.dtype, pl.Bp * pl.ktot)
-    streams = (*_slice_streams(pl), host)
+    streams = (*_slice_streams(pl, head_columns(hw)), host)
     prog = Program(streams, (x, *bufs), name=f"gemv_{n}x{k}_b{batch}_{pl.opts.mode}")
     shapes = epilogue.shapes(batch, n)
     return Kernel(prog, ("x", *epilogue.inputs()), "y", epilogue.out_shape(batch, n),

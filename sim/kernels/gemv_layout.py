@@ -41,7 +41,9 @@ class GemvOpts:
     rows MACed against each opened row; loop_order: "row_outer" (output passes outside the
     tile loop) or "tile_outer" (every pass's registers live across the tile loop);
     interleave: alternate even/odd banks of a bank-pair unit; double_buffer: two global
-    buffer halves, the next tile written while the current one is used.
+    buffer halves, the next tile written while the current one is used; row_prefetch:
+    the pipelined row walk (interleaved bank pairs, row_outer): each row's activation
+    issued inside the partner bank's MACs (``sim.kernels.gemv_pipeline``).
     """
 
     mode: str | None = None
@@ -53,6 +55,7 @@ class GemvOpts:
     loop_order: str = "row_outer"
     interleave: bool = False
     double_buffer: bool = False
+    row_prefetch: bool = False
 
     def to_dict(self) -> dict:
         return {f.name: getattr(self, f.name) for f in fields(self)}

@@ -131,6 +131,12 @@ def _interleave(s: GemvShape, v: V) -> str | None:
     return None
 
 
+def _prefetch(s: GemvShape, v: V) -> str | None:
+    if v.get("row_prefetch") and not (v.get("interleave") and v["loop_order"] == "row_outer"):
+        return "row_prefetch needs interleave and loop_order row_outer"
+    return None
+
+
 def _rows(s: GemvShape, v: V) -> str | None:
     rows = rows_per_bank(s, v)
     if rows > s.hw.org.rows_per_bank:
@@ -179,6 +185,7 @@ GEMV_RULES: tuple[GemvRule, ...] = (
     GemvRule("live_registers", ("mode", "channels", "k_split", "registers", "batch_rows",
                                 "loop_order"), _live, tier=2),
     GemvRule("interleave", ("mode", "gb_tile", "interleave"), _interleave, tier=2),
+    GemvRule("row_prefetch", ("interleave", "loop_order", "row_prefetch"), _prefetch),
     GemvRule("bank_rows", ("mode", "channels", "k_split", "gb_tile", "registers",
                            "double_buffer", "interleave"), _rows, tier=3),
 )

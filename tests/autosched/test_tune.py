@@ -274,3 +274,45 @@ def test_finalists_are_the_best_estimates_and_every_close_one() -> None:
     assert tune_mod.finalists([1.0, 5.0, 9.0, 2.0]) == [0, 3, 1]
     assert tune_mod.finalists([1.0] * 12) == list(range(8))
     assert tune_mod.finalists([]) == []
+
+
+def test_a_tuned_step_slower_than_the_default_is_never_stored(fakes, tmp_path, monkeypatch):
+    fake_compiler = sys.modules["autosched.compiler"]  # installed by ``fakes``
+
+    def overlapping(step, system, *, db=None, **kw):  # tuned alone, slower together
+        fig = fake_simulate_step(step, system, db=db, **kw)
+        return types.SimpleNamespace(**{**vars(fig), "latency_ns": fig.latency_ns * (
+            1 if db is None else 2 * POINTS)})
+
+    monkeypatch.setattr(fake_compiler, "simulate_step", overlapping)
+    monkeypatch.setattr(tune_mod, "fusion_plans", lambda fusion: [None])
+    db = open_database(tmp_path / "t.db")
+    rep = tune(TINY, db=db, trials=1000, cost_model="none", fusion="none")
+    e = rep.end_to_end
+    assert e.tuned_ns == e.default_ns and e.schedules == "default"
+    from autosched.ir import PlanKey, PlanKind
+    from autosched.pipeline import step_of
+
+    step = step_of(TINY, phase="decode", batch=1, context=rep.context)
+    stored = db.plan(str(PlanKey.of(PlanKind.PLACEMENT, step)), rep.hardware_fingerprint)
+    assert stored == {"placement": "auto", "schedules": "default"}
+
+
+def test_a_serving_profile_shares_one_budget_and_measures_shared_tasks_once(fakes, tmp_path):
+    from autosched.tune_profile import buckets_of, tune_profile
+
+    buckets = buckets_of(["decode"], [1], [16, 32])  # the same workloads except attention
+    db = tmp_path / "t.db"
+    prof = tune_profile(TINY, buckets, trials=1000, db=db, workers=1, cost_model="none",
+                        fusion="none")
+    assert [(r.phase, r.context) for r in prof.reports] == [("decode", 16), ("decode", 32)]
+    first, second = prof.reports
+    assert second.reused > 0  # what the first bucket measured is not measured again
+    keys = [(m.workload.key, m.schedule.key) for m in open_database(db).records()]
+    assert len(keys) == len(set(keys)) == prof.measurements
+    assert all(r.end_to_end.tuned_ns <= r.end_to_end.default_ns for r in prof.reports)
+    capped = tune_profile(TINY, buckets, trials=3, db=tmp_path / "u.db", workers=1,
+                          cost_model="none", fusion="none")
+    assert capped.measurements <= 3
+    with pytest.raises(Exception, match="phase"):
+        buckets_of(["serve"], [1], [16])

@@ -37,7 +37,7 @@ def cand(program: Program, w: Workload | None = None) -> Candidate:
     space = gemv_space(w, HW)
     point = {"placement": "pim", "mode": "lane", "channels": 2, "k_split": 1, "gb_tile": 128,
              "registers": 4, "batch_rows": 1, "tile_outer": False, "double_buffer": False,
-             "interleave": False}
+             "interleave": False, "row_prefetch": False}
     assert not space.validate(point)
     return Candidate(w, space, tuple(sorted(point.items())), HW, program)
 

@@ -55,6 +55,9 @@ OPTS = {
         GemvOpts(interleave=True),
         GemvOpts(double_buffer=True),
         GemvOpts(double_buffer=True, interleave=True, gb_tile=64),
+        GemvOpts(interleave=True, row_prefetch=True),  # the pipelined row walk
+        GemvOpts(double_buffer=True, interleave=True, row_prefetch=True, gb_tile=64),
+        GemvOpts(interleave=True, row_prefetch=True, registers=2, channels=2, k_split=2),
         GemvOpts(batch_rows=2),
         GemvOpts(loop_order="tile_outer", channels=2, registers=1),
         GemvOpts(gb_tile=32, registers=2, channels=3),

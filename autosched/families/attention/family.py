@@ -68,7 +68,7 @@ class AttentionFamily(Family):
     def options(self, workload: Workload, hw: Hardware) -> tuple[Option, ...]:
         t = attention_bound_terms(workload, hw)
         soft = t["softmax"]
-        return (Option(2 * t["pim"], soft, 2 * t["pim"] + soft),
+        return (Option(2 * t["pim"], soft, 2 * (t["pim"] + t["pim_refresh"]) + soft),
                 Option(2 * t["bus"], soft, soft))
 
     # ---- the workload in a step ----------------------------------------------------

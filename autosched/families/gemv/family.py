@@ -68,7 +68,7 @@ class GemvFamily(Family):
 
     def options(self, workload: Workload, hw: Hardware) -> tuple[Option, ...]:
         t = format_terms(workload, hw)
-        dev = max(t["pim_columns"], t["pim_banks"], t["pim_bus"])
+        dev = max(t["pim_columns"], t["pim_banks"], t["pim_bus"])  # refresh: per window
         host_host = t["host"] - t["host_weights"]  # a host GEMV's reads need no input
         return (Option(dev, t["pim"] - dev, t["pim"]),
                 Option(t["host_weights"], host_host, host_host))
