@@ -37,7 +37,7 @@ from .isa import (
     WrBank,
     WrGb,
 )
-from .program import Loop, Node, Program, Stream
+from .program import Dispatch, Loop, Node, Program, Stream
 
 __all__ = ["EW_FUNCTIONS", "ENGINES", "check_program", "token_rules", "validate"]
 
@@ -119,6 +119,8 @@ class _Checker:
             path[depth] = f"[{i}]"
             if type(node) is Loop:
                 self.loop(node)
+            elif type(node) is Dispatch:
+                self.dispatch(node)
             else:
                 self.label = f" {getattr(node, 'op', type(node).__name__)}"
                 self.instr(node)
@@ -137,6 +139,17 @@ class _Checker:
         self.nodes(node.body)
         self.path.pop()
         del self.ranges[node.var]
+
+    def dispatch(self, node: Dispatch) -> None:
+        """A dispatch is a loop of at most ``count`` trips whose trip count the host wrote
+        into ``sel`` (one element of a host buffer)."""
+        self.label = f" dispatch[{node.var}]"
+        self.bufref(node.sel, "sel")
+        if node.sel.size != 1 or node.sel.offset.terms:
+            self.fail("a dispatch selects by one element at a constant offset")
+        if not 0 <= node.taken <= node.count:
+            self.fail(f"dispatch taken={node.taken} must be in [0, count={node.count}]")
+        self.loop(node)
 
     def instr(self, ins: Instr) -> None:
         kind = type(ins)

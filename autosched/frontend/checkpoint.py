@@ -125,6 +125,10 @@ class CheckpointWeights(Weights):
 
     def tensor(self, name: str) -> torch.Tensor | None:
         f = self._where.get(name)
+        if f is None and ".mlp." in name and getattr(self.modules.config, "num_experts", None) \
+                or getattr(self.modules.config, "num_local_experts", None):
+            # experts stacked and routers renamed from the files' matrices by transformers
+            return dict(self.modules.named_parameters()).get(name)
         return None if f is None else self._files[f].get_tensor(name)
 
     def module(self, path: str) -> torch.nn.Module:

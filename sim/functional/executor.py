@@ -20,7 +20,7 @@ from ..errors import ProgramError, SimError
 from ..hardware import Hardware, System, as_system, require_hardware
 from ..host_ops import run as run_host_op
 from ..isa import Affine, HostOp, Send, Signal, Wait
-from ..program import Loop, Node, Program, Stream, walk
+from ..program import Dispatch, Loop, Node, Program, Stream, walk
 from ..sysprog import SystemProgram, validate_system
 from ..validate import validate
 from .memory import DeviceMemory
@@ -75,6 +75,7 @@ class _StreamRun:
         if self.pim:  # a single channel takes every scalar fast path
             self.env["ch"] = np.arange(n) if n > 1 else 0
         self.executed = 0
+        self.trips: list[int] = []  # each dispatch's trips, in execution order
         self.blocked_on: tuple[str, ...] = ()
 
     def ev(self, a: Affine) -> Operand:
@@ -88,6 +89,16 @@ class _StreamRun:
 
     def _walk(self, nodes: tuple[Node, ...]) -> Iterator[None]:
         for node in nodes:
+            if isinstance(node, Dispatch):
+                r = node.sel
+                n = int(np.asarray(self.host.read(r.buf, int(r.offset.base), 1)).reshape(-1)[0])
+                trips = max(0, min(n, node.count))
+                self.trips.append(trips)
+                for k in range(trips):
+                    self.env[node.var] = k
+                    yield from self._walk(node.body)
+                self.env.pop(node.var, None)
+                continue
             if isinstance(node, Loop):
                 for k in range(node.count):
                     self.env[node.var] = k
@@ -133,12 +144,15 @@ class _StreamRun:
 
 
 def execute(program: Program, hw: Hardware | str, mem: DeviceMemory,
-            inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+            inputs: dict[str, np.ndarray], *,
+            trips: dict[str, list[int]] | None = None) -> dict[str, np.ndarray]:
     """Run ``program`` on ``mem`` (mutated) with host buffers bound from ``inputs``.
 
     Only bank contents persist between calls: every call starts with all banks
     precharged, global buffers and accumulators at zero, and unbound host buffers at zero.
-    Returns every host buffer's final contents, flat float32. Raises ProgramError for a
+    ``trips`` (when given) receives each stream's dispatch trips in execution order, the
+    path :func:`sim.program.with_trips` hands to the timing simulator. Returns every host
+    buffer's final contents, flat float32. Raises ProgramError for a
     malformed program and SimError for a run-time fault (no open row, deadlock).
     """
     hw = require_hardware(hw, "execute")
@@ -148,13 +162,18 @@ def execute(program: Program, hw: Hardware | str, mem: DeviceMemory,
     dev = _Device(0, 0, mem, host)
     dev.groups, dev.group = [[dev]], 0
     tokens = _tokens([program], [(0,)])
-    _run([_StreamRun(s, hw, dev, tokens, s.name) for s in program.streams])
+    runs = [_StreamRun(s, hw, dev, tokens, s.name) for s in program.streams]
+    _run(runs)
+    if trips is not None:
+        trips.update({r.name: r.trips for r in runs})
     return {name: arr.copy() for name, arr in host.data.items()}
 
 
 def execute_system(sp: SystemProgram, system: System | Hardware | str,
                    mems: dict[int, DeviceMemory],
-                   inputs: dict[int, dict[str, np.ndarray]]) -> dict[int, dict[str, np.ndarray]]:
+                   inputs: dict[int, dict[str, np.ndarray]], *,
+                   trips: dict[str, list[int]] | None = None
+                   ) -> dict[int, dict[str, np.ndarray]]:
     """Run a system program: device ``d`` uses ``mems[d]`` (mutated) and host inputs
     ``inputs[d]``; returns every device's host buffers. Semantics as :func:`execute`."""
     system = as_system(system, "execute_system")
@@ -178,6 +197,8 @@ def execute_system(sp: SystemProgram, system: System | Hardware | str,
             runs += [_StreamRun(s, hw, dev, tokens, f"g{gi}.d{dev.device}.{s.name}")
                      for s in g.program.streams]
     _run(runs)
+    if trips is not None:  # by "g{group}.d{device}.{stream}"
+        trips.update({r.name: r.trips for r in runs})
     return {dev.device: {n: a.copy() for n, a in dev.host.data.items()}
             for devs in groups for dev in devs}
 

@@ -30,7 +30,7 @@ from ..isa import (
     WrAcc,
     WrGb,
 )
-from ..program import Loop, Node, Program, Stream
+from ..program import Dispatch, Loop, Node, Program, Stream
 from . import sync
 from .channel import Channel
 from .host import HostEngine, host_op_args
@@ -108,15 +108,16 @@ def _pim(cx: _Ctx, ins: Instr) -> tuple:
 
 def _node(cx: _Ctx, n: Node) -> tuple[tuple, bool, bool]:
     """(node, has_sync, uses a loop variable in a global-buffer address)."""
-    if isinstance(n, Loop):
+    if isinstance(n, Loop):  # a dispatch runs the trips of the path it times
+        count = n.taken if isinstance(n, Dispatch) else n.count
         outer = cx.ranges.get(n.var)
-        cx.ranges[n.var] = max(1, n.count)
+        cx.ranges[n.var] = max(1, count)
         body, has_sync, gb_dep = _body(cx, n.body)
         if outer is None:
             del cx.ranges[n.var]
         else:
             cx.ranges[n.var] = outer
-        return (None, (n.var, n.count, body, gb_dep), has_sync), has_sync, gb_dep
+        return (None, (n.var, count, body, gb_dep), has_sync), has_sync, gb_dep
     if isinstance(n, Signal):
         cx.signals.append(n.token)
         return (sync.signal, len(cx.signals) - 1, False), True, False
