@@ -20,7 +20,7 @@ from typing import Any
 
 from experiments.arch_samplers import SAMPLERS, Picker
 
-__all__ = ["ARCHS", "TINY", "Arch", "tiny_checkpoint", "tiny_config"]
+__all__ = ["ARCHS", "MOE", "TINY", "Arch", "tiny_checkpoint", "tiny_config"]
 
 TINY: dict[str, Any] = dict(
     hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4,
@@ -72,7 +72,15 @@ _ARCHS = (
     Arch("glm4"),
     Arch("cohere2", {"sliding_window": 4, "layer_types": ["sliding_attention",
                                                           "full_attention"]}),
+    # mixtures of experts: few experts, two per token, each a smaller MLP
+    Arch("mixtral", {"num_local_experts": 4, "num_experts_per_tok": 2}),
+    Arch("qwen3_moe", {"num_experts": 8, "num_experts_per_tok": 2, "moe_intermediate_size": 32,
+                       "norm_topk_prob": True}),
+    Arch("olmoe", {"num_experts": 8, "num_experts_per_tok": 2, "intermediate_size": 32}),
+    Arch("qwen2_moe", {"num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32,
+                       "shared_expert_intermediate_size": 48, "mlp_only_layers": [0]}),
 )
+MOE = ("mixtral", "qwen3_moe", "olmoe", "qwen2_moe")
 ARCHS: dict[str, Arch] = {a.model_type: a for a in _ARCHS}
 
 

@@ -20,14 +20,14 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
 from autosched.codegen.rewrite import Rewrite, max_row, rewrite_body
 from search_spaces import Workload
 from sim.hardware import Hardware
-from sim.isa import Affine, BufRef, HostOp, Signal, Wait, aff
+from sim.isa import BufRef, HostOp, Signal, Wait, aff
 from sim.kernels import Kernel
 from sim.program import Buffer, Dispatch, Loop, Node, Program, Stream
 
@@ -306,5 +306,3 @@ def _tensor(tensors: dict[str, np.ndarray], tag: str) -> np.ndarray:
         return tensors["gate_up" if name == "gu" else "down"][int(j)]
     return tensors[tag]
 
-
-_ = Affine  # re-exported operand type used in docs
