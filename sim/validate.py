@@ -62,7 +62,7 @@ class _Checker:
         self.link = stream.engine == "link"
         self.groups = groups
         self.ranges: dict[str, int] = (
-            {"dev": devices} if self.link else {} if self.host else {"ch": len(stream.channels)})
+            {"dev": devices} if self.link or self.host else {"ch": len(stream.channels)})
         self.path: list[str] = ["body"]
         self.label = ""
         self.signals, self.waits = signals, waits

@@ -32,8 +32,10 @@ _SPLIT: dict[str, tuple[str, ...]] = {
     "o_proj": ("k",), "ffn_gate": ("n",), "ffn_up": ("n",), "gate_up": ("n",),
     "ffn_down": ("k",), "ffn_silu": ("n",), "ffn_mul": ("n",), "lm_head": ("n",),
     "qk_rotary": ("h",), "rotary": ("h",), "attn": ("h", "kvh"),
+    "experts": ("e",),  # expert parallelism: each device runs its share of the experts
 }
-REDUCED = ("o_proj", "ffn_down")  # partial sums: all-reduced over the stage's devices
+# partial sums: all-reduced over the stage's devices
+REDUCED = ("o_proj", "ffn_down", "experts")
 
 
 @dataclass(frozen=True)
@@ -156,6 +158,12 @@ def shard_tensors(step: Any, node: OpNode, tensors: dict[str, np.ndarray], tp: i
     if tp == 1:
         return tensors
     out = dict(tensors)
+    if node.role == "experts":  # stacked experts: this device's block of them
+        for name, t in tensors.items():
+            if np.ndim(t) == 3:
+                c = t.shape[0] // tp
+                out[name] = np.asarray(t)[rank * c:(rank + 1) * c]
+        return out
     parts = _parts(step.model, node.role)
     for name in ("W", "b"):
         if name not in tensors:

@@ -35,16 +35,18 @@ class _Tokens:
     token, and the devices that must signal a token before it counts (its producer's
     group)."""
 
-    def __init__(self, producers: dict[str, tuple[int, ...]]) -> None:
-        self.producers = producers
+    def __init__(self, producers: dict[str, tuple[int, ...]], local: set[str]) -> None:
+        self.producers, self.local = producers, local
         self.signals: Counter[tuple[str, int]] = Counter()
         self.seen: Counter[tuple[str, str]] = Counter()
 
-    def count(self, token: str) -> int:
+    def count(self, token: str, device: int) -> int:
+        if token in self.local:  # signalled inside a dispatch: each device its own
+            return self.signals[token, device]
         return min(self.signals[token, d] for d in self.producers.get(token, (0,)))
 
-    def ready(self, stream: str, tokens: tuple[str, ...]) -> bool:
-        return all(self.count(t) > self.seen[stream, t] for t in tokens)
+    def ready(self, stream: str, tokens: tuple[str, ...], device: int = 0) -> bool:
+        return all(self.count(t, device) > self.seen[stream, t] for t in tokens)
 
     def consume(self, stream: str, tokens: tuple[str, ...]) -> None:
         for t in tokens:
@@ -106,7 +108,7 @@ class _StreamRun:
                 self.env.pop(node.var, None)
                 continue
             if isinstance(node, Wait):
-                while not self.tokens.ready(self.name, node.tokens):
+                while not self.tokens.ready(self.name, node.tokens, self.dev.device):
                     self.blocked_on = node.tokens
                     yield
                 self.blocked_on = ()
@@ -212,13 +214,26 @@ def _same_hw(mem: DeviceMemory, hw: Hardware) -> None:
 def _tokens(programs: list[Program], devices: list[tuple[int, ...]]) -> _Tokens:
     """Each token's producing group's devices."""
     producers: dict[str, tuple[int, ...]] = {}
+    local: set[str] = set()
     for prog, devs in zip(programs, devices, strict=True):
         for s in prog.streams:
             def visit(ins: object, _m: int, _d: tuple = devs) -> None:
                 if isinstance(ins, Signal):
                     producers[ins.token] = _d
             walk(s.body, visit)
-    return _Tokens(producers)
+            local |= _dispatched(s.body, False)
+    return _Tokens(producers, local)
+
+
+def _dispatched(body: tuple[Node, ...], inside: bool) -> set[str]:
+    """Tokens signalled inside a dispatch (whose trips may differ between devices)."""
+    out: set[str] = set()
+    for n in body:
+        if isinstance(n, Loop):
+            out |= _dispatched(n.body, inside or isinstance(n, Dispatch))
+        elif inside and isinstance(n, Signal):
+            out.add(n.token)
+    return out
 
 
 def _run(runs: list[_StreamRun]) -> None:

@@ -53,8 +53,16 @@ class MoeFamily(Family):
 
     def lower(self, workload: Workload, point: dict, hw: Hardware) -> Kernel:
         tile = min(int(point["tile"]), workload.dims["m"])
-        taken = [math.ceil(r / tile) for r in active_path(workload)]
+        local = workload.dims["e"] // int(workload.attr("ep", 1))
+        taken = [math.ceil(r / tile) for r in active_path(workload)[:local]]
         return moe_kernel(workload, point, hw, taken)
+
+    def shard(self, workload: Workload, dims: tuple[str, ...], tp: int) -> Workload:
+        """Expert parallelism: each of ``tp`` devices keeps ``e / tp`` experts (and
+        computes the routing whole); the dims stay those of the model."""
+        from autosched.pipeline import with_attrs
+
+        return with_attrs(workload, ep=tp)
 
     def bound(self, workload: Workload, hw: Hardware) -> float:
         """The head GEMV, the shared expert, and one read of every active expert's
@@ -64,7 +72,8 @@ class MoeFamily(Family):
         shared = bool(workload.attr("shared", 0))
         head = gemv_bound(_gemv(m, e + (1 + 2 * s if shared else 0), n, dt), hw)
         sdown = gemv_bound(_gemv(m, n, s, dt), hw) if shared else 0.0
-        active = int((active_path(workload) > 0).sum())
+        local = workload.dims["e"] // int(workload.attr("ep", 1))
+        active = int((active_path(workload)[:local] > 0).sum())
         one = gemv_bound(_gemv(1, 2 * i, n, dt), hw) + gemv_bound(_gemv(1, n, i, dt), hw)
         return head + sdown + active * one
 
@@ -76,7 +85,8 @@ class MoeFamily(Family):
         d = workload.dims
         n, i, e, s = d["n"], d["i"], d["e"], d["s"]
         shared = bool(workload.attr("shared", 0))
-        elems = e * 3 * i * n + n * e + (n * (1 + 3 * s) if shared else 0)
+        local = e // int(workload.attr("ep", 1))
+        elems = local * 3 * i * n + n * e + (n * (1 + 3 * s) if shared else 0)
         return 2 * elems
 
     def recognisers(self) -> tuple:
@@ -107,7 +117,8 @@ class MoeFamily(Family):
         h = x @ np.asarray(tensors["head"], np.float64).T
         wts = routing.route(h, e, k, bool(w.attr("norm", 0)))
         out = np.zeros((x.shape[0], d["n"]))
-        for j in range(e):
+        local = e // int(w.attr("ep", 1))  # tensors: this device's experts (the first)
+        for j in range(local):
             gu = x @ tensors["gate_up"][j].astype(np.float64).T
             a = gu[:, :d["i"]]
             y = (a / (1 + np.exp(-a)) * gu[:, d["i"]:]) @ tensors["down"][j].astype(
@@ -116,5 +127,5 @@ class MoeFamily(Family):
         if w.attr("shared", 0):
             g, u = h[:, e + 1:e + 1 + s], h[:, e + 1 + s:e + 1 + 2 * s]
             ys = (g / (1 + np.exp(-g)) * u) @ tensors["sdown"].astype(np.float64).T
-            out += 1 / (1 + np.exp(-h[:, e:e + 1])) * ys
+            out += 1 / (1 + np.exp(-h[:, e:e + 1])) * ys / int(w.attr("ep", 1))
         return out

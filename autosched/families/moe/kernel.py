@@ -204,7 +204,9 @@ def _cuts(ks: dict[str, Kernel], groups: int, width: int) -> list[int]:
 
 
 def moe_kernel(w: Workload, point: dict, hw: Hardware, taken: Sequence[int]) -> Kernel:
-    """The moe kernel of ``point``; ``taken[j]``: expert j's expected trips."""
+    """The moe kernel of ``point``; ``taken[j]``: the expected trips of this device's
+    expert j (attr ``ep``: the experts are split over that many devices, each computing
+    the routing whole and running its own; their outputs are summed over the link)."""
     d = w.dims
     m, n, i, e, k, s = d["m"], d["n"], d["i"], d["e"], d["k"], d["s"]
     shared = bool(w.attr("shared", 0))
@@ -213,18 +215,21 @@ def moe_kernel(w: Workload, point: dict, hw: Hardware, taken: Sequence[int]) -> 
     slot = count * tile
     groups = _groups(point)
     width = hw.org.channels // groups
+    ep = int(w.attr("ep", 1))  # devices sharing the experts: this one holds e / ep
+    local = e // ep
     ks = part_kernels(w, point, hw)
     pad = {name: kern.padded_shapes[0][-1] for name, kern in ks.items()}
     xdt = {name: kern.program.buffer(kern.inputs[0]).dtype for name, kern in ks.items()}
     names = routing.register(e, k, bool(w.attr("norm", 0)), slot, tile, n, s,
-                             pad["gu"], pad["dn"], pad.get("sdown", 0))
+                             pad["gu"], pad["dn"], pad.get("sdown", 0), ep)
     nh = ks["head"].output_shape[-1]
     st = _Stitch(_cuts(ks, groups, width))
     st.buffer("x", xdt["head"], m * pad["head"])
-    for name, dt, size in (("hd", "fp32", m * nh), ("wts", "fp32", m * e), ("trp", "fp32", e),
-                           ("xg", xdt["gu"], e * slot * pad["gu"]),
+    for name, dt, size in (("hd", "fp32", m * nh), ("wall", "fp32", m * e),
+                           ("wts", "fp32", m * local), ("trp", "fp32", local),
+                           ("xg", xdt["gu"], local * slot * pad["gu"]),
                            ("gu", "fp32", tile * 2 * i), ("hb", xdt["dn"], tile * pad["dn"]),
-                           ("yg", "fp32", e * slot * n), ("y", "fp32", m * n)):
+                           ("yg", "fp32", local * slot * n), ("y", "fp32", m * n)):
         st.buffer(name, dt, size)
     host: list[Node] = []
     head_pim, head_host = st.part(ks["head"], "head", {"x": ("x", 0), "y": ("hd", 0)},
@@ -238,10 +243,13 @@ def moe_kernel(w: Workload, point: dict, hw: Hardware, taken: Sequence[int]) -> 
                       tuple(BufRef(b, aff(0), sh) for b, sh in ins),
                       (("fn", fn), ("flops", float(flops))))
 
-    host.append(ext(names["route"], ("wts", (m, e)), [("hd", (m, nh))], 8 * m * e))
-    host.append(ext(names["trips"], ("trp", (e,)), [("wts", (m, e))], m * e))
-    host.append(ext(names["gather"], ("xg", (e * slot, pad["gu"])),
-                    [("x", (m, pad["head"])), ("wts", (m, e))], m * k * n))
+    host.append(ext(names["route"], ("wall", (e, m)), [("hd", (m, nh))], 8 * m * e))
+    # this device's experts: rows dev * local .. of the expert-major weights
+    host.append(HostOp("copy", (BufRef("wts", aff(0), (local, m)),),
+                       (BufRef("wall", aff(0, dev=local * m), (local, m)),)))
+    host.append(ext(names["trips"], ("trp", (local,)), [("wts", (local, m))], m * local))
+    host.append(ext(names["gather"], ("xg", (local * slot, pad["gu"])),
+                    [("x", (m, pad["head"])), ("wts", (local, m))], m * k * n))
     if shared:
         st.buffer("sact", xdt["sdown"], m * pad["sdown"])
         st.buffer("ys", "fp32", m * n)
@@ -257,7 +265,7 @@ def moe_kernel(w: Workload, point: dict, hw: Hardware, taken: Sequence[int]) -> 
         host += sh
     base = st.rows
     per = [0] * groups
-    for j in range(e):
+    for j in range(local):
         g = j % groups
         xg_off, yg_off = j * slot * pad["gu"], j * slot * n
         gu_p, gu_h = st.part(ks["gu"], f"gu{g}", {"x": ("xg", xg_off), "y": ("gu", 0)},
@@ -279,7 +287,7 @@ def moe_kernel(w: Workload, point: dict, hw: Hardware, taken: Sequence[int]) -> 
             st.pim.setdefault(rng, []).append(Dispatch(TRIP, count, tuple(body), sel,
                                                        int(taken[j])))
     st.rows = base + max(per)
-    rest = [("yg", (e * slot, n)), ("wts", (m, e))]
+    rest = [("yg", (local * slot, n)), ("wts", (local, m))]
     if shared:
         rest += [("hd", (m, nh)), ("ys", (m, n))]
     host.append(ext(names["combine"], ("y", (m, n)), rest, 2 * m * k * n))

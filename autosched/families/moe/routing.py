@@ -1,7 +1,8 @@
 """Routing: the host's arithmetic between the router GEMV and the experts, and the path
 the compiler expects the data to take.
 
-``route`` turns router logits into per-row expert weights (zero for experts not chosen):
+``route`` turns router logits into per-row expert weights (zero for experts not chosen),
+held expert-major (``[e, m]``: a device's own experts are one contiguous block):
 softmax over every expert, the top ``k``, renormalised to sum to one when the config
 asks (Mixtral always; Qwen3-MoE, OLMoE and Qwen2-MoE by ``norm_topk_prob``). ``gather``
 packs each expert's rows into its slot of ``[e, slot, n]`` in row order, ``trips``
@@ -45,12 +46,13 @@ def route(logits: Arr, e: int, k: int, norm: bool) -> Arr:
 
 
 def _rows(weights: Arr) -> list[Arr]:
-    return [np.nonzero(weights[:, j])[0] for j in range(weights.shape[1])]
+    return [np.nonzero(weights[j])[0] for j in range(weights.shape[0])]
 
 
 def gather(x: Arr, weights: Arr, slot: int) -> Arr:
-    """``[e * slot, width]``: expert ``j``'s rows of ``x`` packed from row ``j * slot``."""
-    e, width = weights.shape[1], x.shape[1]
+    """``[e * slot, width]``: expert ``j``'s rows of ``x`` packed from row ``j * slot``
+    (``weights``: ``[e, m]``)."""
+    e, width = weights.shape[0], x.shape[1]
     out = np.zeros((e * slot, width), np.float32)
     for j, rows in enumerate(_rows(weights)):
         out[j * slot:j * slot + len(rows)] = x[rows]
@@ -58,17 +60,17 @@ def gather(x: Arr, weights: Arr, slot: int) -> Arr:
 
 
 def trips(weights: Arr, tile: int) -> Arr:
-    """``[e]`` dispatched trips of ``tile`` rows per expert."""
-    counts = (weights != 0).sum(axis=0)
+    """``[e]`` dispatched trips of ``tile`` rows per expert (``weights``: ``[e, m]``)."""
+    counts = (weights != 0).sum(axis=1)
     return np.ceil(counts / tile).astype(np.float32)
 
 
 def combine(ys: Arr, weights: Arr, slot: int, n: int) -> Arr:
     """``[m, n]``: each row's experts' outputs (``ys`` packed as ``gather`` packs) weighted."""
-    m = weights.shape[0]
+    m = weights.shape[1]
     out = np.zeros((m, n), np.float64)
     for j, rows in enumerate(_rows(weights)):
-        out[rows] += weights[rows, j, None] * ys[j * slot:j * slot + len(rows), :n]
+        out[rows] += weights[j, rows, None] * ys[j * slot:j * slot + len(rows), :n]
     return out
 
 
@@ -89,14 +91,15 @@ def _fit(x: Arr, width: int) -> Arr:
 
 
 def register(e: int, k: int, norm: bool, slot: int, tile: int, n: int, s: int,
-             xw: int, hw: int, sw: int) -> dict[str, str]:
+             xw: int, hw: int, sw: int, ep: int = 1) -> dict[str, str]:
     """Register the host externs of one moe shape (``xw``, ``hw``, ``sw``: the padded
-    widths of the gathered rows, the activation and the shared activation); their names
-    by role."""
-    tag = f"{e}.{k}.{int(norm)}.{slot}.{tile}.{n}.{s}.{xw}.{hw}.{sw}"
+    widths of the gathered rows, the activation and the shared activation; ``ep``
+    devices sharing the experts, each adding ``1/ep`` of the shared expert so that their
+    sum holds it once); their names by role."""
+    tag = f"{e}.{k}.{int(norm)}.{slot}.{tile}.{n}.{s}.{xw}.{hw}.{sw}.{ep}"
     names = {r: f"moe_{r}.{tag}" for r in ("route", "trips", "gather", "act", "shared",
                                             "combine")}
-    register_extern(names["route"], lambda h: route(h, e, k, norm).astype(np.float32))
+    register_extern(names["route"], lambda h: route(h, e, k, norm).T.astype(np.float32))
     register_extern(names["trips"], lambda w: trips(w, tile))
     register_extern(names["gather"], lambda x, w: gather(_fit(x, xw), w, slot))
 
@@ -116,7 +119,7 @@ def register(e: int, k: int, norm: bool, slot: int, tile: int, n: int, s: int,
         out = combine(ys, w, slot, n)
         if rest:  # + sigmoid(shared gate) * shared expert
             h, y_s = rest
-            out += _sigmoid(h[:, e:e + 1].astype(np.float64)) * y_s[:, :n]
+            out += _sigmoid(h[:, e:e + 1].astype(np.float64)) * y_s[:, :n] / ep
         return out.astype(np.float32)
 
     register_extern(names["combine"], comb)
