@@ -16,7 +16,8 @@ from typing import Union
 from .errors import ProgramError
 from .isa import ALL_OPS, Affine, BufRef, Instr
 
-__all__ = ["Buffer", "Dispatch", "Loop", "Node", "Program", "Stream", "walk", "with_trips"]
+__all__ = ["Buffer", "Dispatch", "Loop", "Node", "Program", "Stream", "dispatching", "walk",
+           "with_trips"]
 
 
 @dataclass(frozen=True)
@@ -37,8 +38,9 @@ class Dispatch(Loop):
     ``n`` being the value the host wrote into the one-element window ``sel`` before the
     stream reached it (the functional simulator reads it; 0 skips the body). The timing
     simulator and the bound take ``taken`` trips: the path the compiler expects, or the
-    one a functional run recorded (:func:`with_trips`). Static checks see a loop of
-    ``count``: every trip must be valid."""
+    one a functional run recorded (:func:`with_trips`); in a loop that holds nothing but
+    dispatches (one per expert of a group), ``taken`` counts the trips over all of the
+    loop's iterations. Static checks see a loop of ``count``: every trip must be valid."""
 
     sel: BufRef = BufRef("", Affine(), (1,))
     taken: int = 0
@@ -137,10 +139,19 @@ def walk(body: tuple[Node, ...], visit: Callable[[Instr, int], None], mult: int 
     for n in body:
         if isinstance(n, Dispatch):
             walk(n.body, visit, mult * n.taken)
+        elif isinstance(n, Loop) and dispatching(n):  # taken counts every iteration
+            for d in n.body:
+                walk(d.body, visit, mult * d.taken)
         elif isinstance(n, Loop):
             walk(n.body, visit, mult * n.count)
         else:
             visit(n, mult)
+
+
+def dispatching(loop: Loop) -> bool:
+    """Whether ``loop`` (not itself a dispatch) holds nothing but dispatches."""
+    return type(loop) is Loop and bool(loop.body) and \
+        all(isinstance(n, Dispatch) for n in loop.body)
 
 
 def with_trips(program: Program, trips: dict[str, list[int]]) -> Program:
@@ -155,6 +166,11 @@ def with_trips(program: Program, trips: dict[str, list[int]]) -> Program:
             if isinstance(n, Dispatch):
                 t = seq.pop(0) if seq else n.taken
                 out.append(dataclasses.replace(n, taken=t, body=redo(n.body, seq)))
+            elif isinstance(n, Loop) and dispatching(n):  # each dispatch: its iterations' sum
+                got = [seq.pop(0) if seq else 0 for _ in range(n.count * len(n.body))]
+                out.append(Loop(n.var, n.count, tuple(
+                    dataclasses.replace(d, taken=sum(got[i::len(n.body)]))
+                    for i, d in enumerate(n.body))))
             elif isinstance(n, Loop):
                 out.append(Loop(n.var, n.count, redo(n.body, seq)))
             else:

@@ -38,10 +38,10 @@ def _check(workload: Workload) -> None:
 
 
 def _groups(workload: Workload, hw: Hardware) -> tuple[int, ...]:
-    """Channel-group counts that split the channels evenly and leave each group an
-    expert: powers of two from 2 up to min(channels, experts)."""
-    top = min(hw.org.channels, workload.dims["e"])
-    return tuple(g for g in (2, 4, 8, 16, 32, 64) if g <= top and hw.org.channels % g == 0)
+    """Channel-group counts that split the channels and the device's experts evenly."""
+    local = workload.dims["e"] // int(workload.attr("ep", 1))  # this device's experts
+    return tuple(g for g in (2, 4, 8, 16, 32, 64)
+                 if local % g == 0 and hw.org.channels % g == 0)
 
 
 def moe_space(workload: Workload, hw: Hardware) -> Space:

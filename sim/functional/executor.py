@@ -93,7 +93,8 @@ class _StreamRun:
         for node in nodes:
             if isinstance(node, Dispatch):
                 r = node.sel
-                n = int(np.asarray(self.host.read(r.buf, int(r.offset.base), 1)).reshape(-1)[0])
+                at = int(np.asarray(self.ev(r.offset)).reshape(-1)[0])
+                n = int(np.asarray(self.host.read(r.buf, at, 1)).reshape(-1)[0])
                 trips = max(0, min(n, node.count))
                 self.trips.append(trips)
                 for k in range(trips):

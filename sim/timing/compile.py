@@ -30,7 +30,7 @@ from ..isa import (
     WrAcc,
     WrGb,
 )
-from ..program import Dispatch, Loop, Node, Program, Stream
+from ..program import Dispatch, Loop, Node, Program, Stream, dispatching
 from . import sync
 from .channel import Channel
 from .host import HostEngine, host_op_args
@@ -108,6 +108,19 @@ def _pim(cx: _Ctx, ins: Instr) -> tuple:
 
 def _node(cx: _Ctx, n: Node) -> tuple[tuple, bool, bool]:
     """(node, has_sync, uses a loop variable in a global-buffer address)."""
+    if dispatching(n):  # a loop of dispatches: each dispatch's trips over the loop
+        out, has_sync, gb_dep = [], False, False
+        outer = cx.ranges.get(n.var)
+        cx.ranges[n.var] = max(1, n.count)
+        for d in n.body:
+            node, s, g = _node(cx, d)
+            out.append(node)
+            has_sync, gb_dep = has_sync or s, gb_dep or g
+        if outer is None:
+            del cx.ranges[n.var]
+        else:
+            cx.ranges[n.var] = outer
+        return (None, (n.var, 1, tuple(out), gb_dep), has_sync), has_sync, gb_dep
     if isinstance(n, Loop):  # a dispatch runs the trips of the path it times
         count = n.taken if isinstance(n, Dispatch) else n.count
         outer = cx.ranges.get(n.var)

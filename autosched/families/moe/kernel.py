@@ -27,7 +27,7 @@ import numpy as np
 from autosched.codegen.rewrite import Rewrite, max_row, rewrite_body
 from search_spaces import Workload
 from sim.hardware import Hardware
-from sim.isa import BufRef, HostOp, Signal, Wait, aff
+from sim.isa import Act, BufRef, HostOp, Signal, Wait, aff
 from sim.kernels import Kernel
 from sim.program import Buffer, Dispatch, Loop, Node, Program, Stream
 
@@ -89,12 +89,14 @@ class _View:
         return self.mem.read(ch + self.ch, bank, row + self.row, col, n)
 
 
-def _trip_terms(body: Sequence[Node], strides: dict[str, int]) -> tuple[Node, ...]:
-    """``body`` with every window of buffer ``b`` moved ``strides[b]`` per trip."""
+def _trip_terms(body: Sequence[Node], strides: dict[str, int], var: str = TRIP,
+                row: int = 0) -> tuple[Node, ...]:
+    """``body`` with every window of buffer ``b`` moved ``strides[b]`` per step of
+    ``var`` (and every activated row ``row`` rows per step)."""
     def val(v: object) -> object:
         if isinstance(v, BufRef) and v.buf in strides:
             terms = dict(v.offset.terms)
-            terms[TRIP] = terms.get(TRIP, 0) + strides[v.buf]
+            terms[var] = terms.get(var, 0) + strides[v.buf]
             return BufRef(v.buf, aff(v.offset.base, **terms), v.shape)
         if isinstance(v, tuple) and v and isinstance(v[0], BufRef):
             return tuple(val(x) for x in v)
@@ -103,9 +105,13 @@ def _trip_terms(body: Sequence[Node], strides: dict[str, int]) -> tuple[Node, ..
     out: list[Node] = []
     for nd in body:
         if isinstance(nd, Loop):
-            out.append(dataclasses.replace(nd, body=_trip_terms(nd.body, strides)))
+            out.append(dataclasses.replace(nd, body=_trip_terms(nd.body, strides, var, row)))
             continue
         ch = {f.name: val(getattr(nd, f.name)) for f in dataclasses.fields(nd)}
+        if row and isinstance(nd, Act):
+            terms = dict(nd.row.terms)
+            terms[var] = terms.get(var, 0) + row
+            ch["row"] = aff(nd.row.base, **terms)
         out.append(dataclasses.replace(nd, **ch) if any(
             ch[k] is not getattr(nd, k) for k in ch) else nd)
     return tuple(out)
@@ -228,7 +234,7 @@ def moe_kernel(w: Workload, point: dict, hw: Hardware, taken: Sequence[int]) -> 
     for name, dt, size in (("hd", "fp32", m * nh), ("wall", "fp32", m * e),
                            ("wts", "fp32", m * local), ("trp", "fp32", local),
                            ("xg", xdt["gu"], local * slot * pad["gu"]),
-                           ("gu", "fp32", tile * 2 * i), ("hb", xdt["dn"], tile * pad["dn"]),
+                           ("gu", "fp32", tile * 2 * i),
                            ("yg", "fp32", local * slot * n), ("y", "fp32", m * n)):
         st.buffer(name, dt, size)
     host: list[Node] = []
@@ -264,28 +270,36 @@ def moe_kernel(w: Workload, point: dict, hw: Hardware, taken: Sequence[int]) -> 
         st.emit(sp)
         host += sh
     base = st.rows
-    per = [0] * groups
-    for j in range(local):
-        g = j % groups
-        xg_off, yg_off = j * slot * pad["gu"], j * slot * n
-        gu_p, gu_h = st.part(ks["gu"], f"gu{g}", {"x": ("xg", xg_off), "y": ("gu", 0)},
-                             ch0=g * width, rows=base + per[g], tensor=f"gu.{j}",
-                             trips={"xg": tile * pad["gu"]})
-        top_gu = _top(ks["gu"])
-        dn_p, dn_h = st.part(ks["dn"], f"dn{g}", {"x": ("hb", 0), "y": ("yg", yg_off)},
-                             ch0=g * width, rows=base + per[g] + top_gu, tensor=f"dn.{j}",
-                             trips={"yg": tile * n})
-        per[g] += top_gu + _top(ks["dn"])
-        sel = BufRef("trp", aff(j), (1,))
-        act = ext(names["act"], ("hb", (tile, pad["dn"])), [("gu", (tile, 2 * i))],
+    per_group = local // groups  # expert j = g + groups * x runs on channel group g
+    top_gu, top_dn = _top(ks["gu"]), _top(ks["dn"])
+    stride = top_gu + top_dn  # rows of one expert in its group's channels
+    hosts: list[Node] = []
+    for g in range(groups):
+        xg0, yg0 = g * slot * pad["gu"], g * slot * n
+        st.buffer(f"hb{g}", xdt["dn"], tile * pad["dn"])
+        gu_p, gu_h = st.part(ks["gu"], f"gu{g}", {"x": ("xg", xg0), "y": ("gu", 0)},
+                             ch0=g * width, rows=base, trips={"xg": tile * pad["gu"]})
+        dn_p, dn_h = st.part(ks["dn"], f"dn{g}", {"x": (f"hb{g}", 0), "y": ("yg", yg0)},
+                             ch0=g * width, rows=base + top_gu, trips={"yg": tile * n})
+        sel = BufRef("trp", aff(g, x=groups), (1,))
+        act = ext(names["act"], (f"hb{g}", (tile, pad["dn"])), [("gu", (tile, 2 * i))],
                   6 * tile * i)
-        hbody = [*gu_h, act, Signal(f"h{j}"), *dn_h, Signal(f"free{j}")]
-        host.append(Dispatch(TRIP, count, tuple(hbody), sel, int(taken[j])))
+        step = {"xg": groups * slot * pad["gu"], "yg": groups * slot * n}
+        mine = sum(int(t) for t in taken[g::groups])
+        hbody = _trip_terms((*gu_h, act, Signal(f"h{g}"), *dn_h, Signal(f"free{g}")), step, "x")
+        hosts.append(Dispatch(TRIP, count, hbody, sel, mine))
         for rng in sorted(set(gu_p) | set(dn_p)):
-            body = [*gu_p.get(rng, []), Wait((f"h{j}",)), *dn_p.get(rng, []),
-                    Wait((f"free{j}",))]
-            st.pim.setdefault(rng, []).append(Dispatch(TRIP, count, tuple(body), sel,
-                                                       int(taken[j])))
+            body = [*gu_p.get(rng, []), Wait((f"h{g}",)), *dn_p.get(rng, []),
+                    Wait((f"free{g}",))]
+            body = list(_trip_terms(tuple(body), step, "x", row=stride))
+            st.pim.setdefault(rng, []).append(
+                Loop("x", per_group, (Dispatch(TRIP, count, tuple(body), sel, mine),)))
+        for q in range(per_group):
+            j = g + groups * q
+            st.places.append((ks["gu"], base + q * stride, g * width, f"gu.{j}"))
+            st.places.append((ks["dn"], base + q * stride + top_gu, g * width, f"dn.{j}"))
+    host.append(Loop("x", per_group, tuple(hosts)))
+    per = [per_group * stride]
     st.rows = base + max(per)
     rest = [("yg", (local * slot, n)), ("wts", (local, m))]
     if shared:
