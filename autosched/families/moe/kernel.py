@@ -40,6 +40,7 @@ TRIP = "trip"
 
 
 def _gemv(m: int, n: int, k: int, dtype: str, hw: Hardware) -> Kernel:
+    """The GEMV family's default PIM kernel of ``[m, k] x [n, k]^T``."""
     from search_spaces.gemv import gemv_default
 
     w = Workload.make("gemv", dtype, None, m=m, n=n, k=k)
