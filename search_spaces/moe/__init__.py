@@ -8,7 +8,8 @@ expert, ``route`` the routing distribution's name, ``uniform`` by default).
 
 Every expert's weights stay in the banks; the host computes the routing from the router
 GEMV and dispatches the chosen experts (``sim.program.Dispatch``), each a GEMM over the
-rows routed to it, ``tile`` rows per dispatched trip. ``split`` places the experts:
+rows routed to it, ``tile`` rows per dispatched trip; ``placement=host`` has the host
+multiply instead, reading the weights from the banks. ``split`` places the experts:
 ``all`` runs each expert over every channel, one after the other; ``groups`` gives each
 of ``groups`` channel groups its own experts, so experts chosen together run side by
 side on disjoint channels.
@@ -26,7 +27,7 @@ from sim.hardware import Hardware
 __all__ = ["DIMS", "MOE_VERSION", "moe_default", "moe_space"]
 
 DIMS = {"moe": ("m", "n", "i", "e", "k", "s")}
-MOE_VERSION = 1
+MOE_VERSION = 2
 
 
 def _check(workload: Workload) -> None:
@@ -49,7 +50,7 @@ def moe_space(workload: Workload, hw: Hardware) -> Space:
     _check(workload)
     m = workload.dims["m"]
     groups = _groups(workload, hw)
-    params = [Param("placement", Categorical(("pim",))),
+    params = [Param("placement", Categorical(("pim", "host"))),
               Param("tile", PowersOfTwo(1, 1 << (m - 1).bit_length())),
               Param("split", Categorical(("all", "groups") if groups else ("all",)))]
     if groups:

@@ -30,9 +30,10 @@ def _probs(w: Workload) -> Arr:
 
 
 def active_path(w: Workload) -> Arr:
-    """Rows each expert receives on the path the compiler expects (``[e]``)."""
+    """Rows each expert receives on the path the compiler expects (``[e]``); with the
+    experts split over ``ep`` devices, this device's are the first ``e / ep``."""
     d = w.dims
-    return routing.expected_rows(d["m"], d["k"], _probs(w))
+    return routing.expected_rows(d["m"], d["k"], _probs(w), int(w.attr("ep", 1)))
 
 
 def _gemv(m: int, n: int, k: int, dtype: str) -> Workload:

@@ -39,12 +39,13 @@ __all__ = ["moe_kernel", "part_kernels"]
 TRIP = "trip"
 
 
-def _gemv(m: int, n: int, k: int, dtype: str, hw: Hardware) -> Kernel:
-    """The GEMV family's default PIM kernel of ``[m, k] x [n, k]^T``."""
+def _gemv(m: int, n: int, k: int, dtype: str, hw: Hardware, side: str = "pim") -> Kernel:
+    """The GEMV family's default kernel of ``[m, k] x [n, k]^T`` on ``side`` (``host``:
+    the host multiplies, reading the weights where the banks keep them)."""
     from search_spaces.gemv import gemv_default
 
     w = Workload.make("gemv", dtype, None, m=m, n=n, k=k)
-    return gemv_kernel(w, gemv_default(w, hw, placement="pim"), hw)
+    return gemv_kernel(w, gemv_default(w, hw, placement=side), hw)
 
 
 def sub_device(hw: Hardware, groups: int) -> Hardware:
@@ -63,10 +64,11 @@ def part_kernels(w: Workload, point: dict, hw: Hardware) -> dict[str, Kernel]:
     shared = bool(w.attr("shared", 0))
     tile = min(int(point["tile"]), m)
     sub = sub_device(hw, _groups(point))
-    out = {"head": _gemv(m, e + (1 + 2 * s if shared else 0), n, dt, hw),
-           "gu": _gemv(tile, 2 * i, n, dt, sub), "dn": _gemv(tile, n, i, dt, sub)}
+    side = str(point.get("placement", "pim"))
+    out = {"head": _gemv(m, e + (1 + 2 * s if shared else 0), n, dt, hw, side),
+           "gu": _gemv(tile, 2 * i, n, dt, sub, side), "dn": _gemv(tile, n, i, dt, sub, side)}
     if shared:
-        out["sdown"] = _gemv(m, n, s, dt, hw)
+        out["sdown"] = _gemv(m, n, s, dt, hw, side)
     return out
 
 
@@ -314,7 +316,10 @@ def moe_kernel(w: Workload, point: dict, hw: Hardware, taken: Sequence[int]) -> 
         for kern, row, ch, tensor in places:
             kern.place(_View(mem, row, ch), {"W": _tensor(tensors, tensor)})
 
-    return Kernel(prog, ("x",), "y", (m, n), place, ((m, n),), ((m, pad["head"]),))
+    staged = tuple(b for b in st.buffers if b.split(".")[-1] in
+                   {x for kern in ks.values() for x in kern.staged})
+    return Kernel(prog, ("x",), "y", (m, n), place, ((m, n),), ((m, pad["head"]),),
+                  staged=staged)
 
 
 def _top(kern: Kernel) -> int:

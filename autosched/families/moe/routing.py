@@ -26,7 +26,7 @@ import numpy as np
 from sim.errors import AutoschedError
 from sim.host_ops import register_extern
 
-__all__ = ["combine", "expected_rows", "gather", "load", "register", "route", "trips"]
+__all__ = ["combine", "expected_rows", "gather", "load", "register", "route", "spread", "trips"]
 
 Arr = np.ndarray
 
@@ -126,20 +126,32 @@ def register(e: int, k: int, norm: bool, slot: int, tile: int, n: int, s: int,
     return names
 
 
-def expected_rows(m: int, k: int, probs: Arr) -> Arr:
+def spread(e: int, ep: int) -> Arr:
+    """Expert order that alternates between the ``ep`` devices' blocks of experts, then
+    between neighbours within a block (channel groups take ``j % groups``)."""
+    local = e // ep
+    return np.array([d * local + t for t in range(local) for d in range(ep)])
+
+
+def expected_rows(m: int, k: int, probs: Arr, ep: int = 1) -> Arr:
     """Rows each expert receives when ``m`` rows choose ``k`` experts each from the
     distribution ``probs`` (``[e]``, summing to 1): ``m * k * p`` rounded by largest
-    remainder, no expert above ``m``; a fixed path the timing simulator times."""
+    remainder (ties go round the ``ep`` devices, as random routing spreads them), no
+    expert above ``m``; a fixed path the timing simulator times."""
     e = len(probs)
     want = m * k * np.asarray(probs, np.float64)
     rows = np.minimum(np.floor(want), m).astype(int)
     rest = m * k - int(rows.sum())
-    for j in np.argsort(-(want - rows), kind="stable"):
-        if rest <= 0:
-            break
-        if rows[j] < m:
-            rows[j] += 1
-            rest -= 1
+    order = spread(e, ep)
+    rank = np.empty(e, int)
+    rank[order] = np.arange(e)
+    while rest > 0 and (rows < m).any():  # passes of one row each, largest remainder first
+        for j in np.lexsort((rank, -(want - rows))):
+            if rest <= 0:
+                break
+            if rows[j] < m:
+                rows[j] += 1
+                rest -= 1
     return rows[:e]
 
 
