@@ -63,7 +63,9 @@ def moe_space(workload: Workload, hw: Hardware) -> Space:
 
 
 def moe_default(workload: Workload, hw: Hardware) -> dict:
-    """Each expert over all channels, every routed row of an expert in one trip."""
+    """Each expert over all channels, a trip of as many rows as an expert receives on
+    average (``m * k / e``, rounded up to a power of two)."""
     _check(workload)
-    m = workload.dims["m"]
-    return {"placement": "pim", "tile": 1 << (m - 1).bit_length(), "split": "all"}
+    d = workload.dims
+    rows = -(-d["m"] * d["k"] // d["e"])
+    return {"placement": "pim", "tile": 1 << (rows - 1).bit_length(), "split": "all"}

@@ -82,3 +82,17 @@ def test_experts_split_over_four_devices_match_transformers(tmp_path, capsys) ->
                  "--json"]) == 0
     rep = json.loads(capsys.readouterr().out)
     assert rep["passed"] and rep["tokens_match"], rep
+
+
+def test_a_routing_recorded_from_a_checkpoint_run_loads(tmp_path) -> None:
+    from autosched.families.moe.record import record_routing
+    from experiments.archs import tiny_checkpoint
+
+    folder = tiny_checkpoint("olmoe", tmp_path / "o")
+    data = record_routing(folder, list(range(3, 40)), tmp_path / "r.json")
+    assert len(data["probs"]) == 2 and data["experts"] == 8
+    probs = load(tmp_path / "r.json", 8)
+    assert probs.shape == (8,) and abs(probs.sum() - 1) < 1e-9
+    w = Workload.make("moe", "fp16", {"route": str(tmp_path / "r.json")}, m=16, n=64, i=32,
+                      e=8, k=2, s=1)
+    assert active_path(w).sum() == 32
