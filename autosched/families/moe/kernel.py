@@ -6,11 +6,12 @@ tokens split per channel group. The PIM streams run
 
     head GEMV (router | shared gate | shared gate and up) ; wait routed ;
     [shared down GEMV] ; for each expert j: dispatch trip < T when trips[j]:
-        gate|up GEMV over xg[j, trip] ; wait h_j ; down GEMV over hb ; wait free_j
+        gate|up GEMV over xg[j, trip] ; wait h_g ; wait free_g ; down GEMV over hb_g
 
 and the host the matching reductions, ``route``, ``trips``, ``gather`` (and the shared
-expert's activation) before ``routed``, per trip the activation (``h_j``) and the down
-projection's reduction into ``yg`` (``free_j``), then ``combine``. With ``split=groups``
+expert's activation) before ``routed``, per trip the activation (``h_g``) and the down
+projection's reduction into ``yg`` (``free_g``, given once ahead so that the next
+expert's gate|up projection overlaps the host's last reduction), then ``combine``. With ``split=groups``
 expert j runs on channel group ``j % groups``, each group's experts stacked in its own
 rows, so experts chosen together overlap on disjoint channels. Every expert's weights
 stay resident; the dispatches' ``taken`` trips are the expected path (``taken``).
@@ -292,8 +293,8 @@ def moe_kernel(w: Workload, point: dict, hw: Hardware, taken: Sequence[int]) -> 
         hbody = _trip_terms((*gu_h, act, Signal(f"h{g}"), *dn_h, Signal(f"free{g}")), step, "x")
         hosts.append(Dispatch(TRIP, count, hbody, sel, mine))
         for rng in sorted(set(gu_p) | set(dn_p)):
-            body = [*gu_p.get(rng, []), Wait((f"h{g}",)), *dn_p.get(rng, []),
-                    Wait((f"free{g}",))]
+            body = [*gu_p.get(rng, []), Wait((f"h{g}",)), Wait((f"free{g}",)),
+                    *dn_p.get(rng, [])]
             body = list(_trip_terms(tuple(body), step, "x", row=stride))
             st.pim.setdefault(rng, []).append(
                 Loop("x", per_group, (Dispatch(TRIP, count, tuple(body), sel, mine),)))
@@ -301,6 +302,8 @@ def moe_kernel(w: Workload, point: dict, hw: Hardware, taken: Sequence[int]) -> 
             j = g + groups * q
             st.places.append((ks["gu"], base + q * stride, g * width, f"gu.{j}"))
             st.places.append((ks["dn"], base + q * stride + top_gu, g * width, f"dn.{j}"))
+    # one credit per group: its first down projection may write the part buffer at once
+    host.extend(Signal(f"free{g}") for g in range(groups))
     host.append(Loop("x", per_group, tuple(hosts)))
     per = [per_group * stride]
     st.rows = base + max(per)
