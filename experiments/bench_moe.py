@@ -2,7 +2,7 @@
 one, at batch 1..64 and contexts 1024 and 4096, under uniform and skewed routing.
 
 For each (model, context, batch) the whole decode step is compiled and simulated once
-with the naive placement (every expert over all channels, all its rows in one trip);
+with the naive placement (the moe space's default);
 the MoE layers are then re-timed alone for each placement and routing and put back in
 place of the naive ones (``step = step_naive - layers * moe_naive + layers * moe``).
 ``host``: the host multiplies the experts, reading their weights from the banks (the
@@ -90,6 +90,7 @@ def rows_for(model: str, contexts: list[int], batches: list[int], folder: Path) 
             except AutoschedError as e:
                 out.append({"model": model, "system": hw_name, "context": ctx,
                             "batch": batch, "error": str(e).splitlines()[0][:80]})
+                print(_line(out[-1]), flush=True)
                 continue
             moe = next(r for r in fig.ops if r["op"] == "moe")
             w0, layers = parse_key(moe["workload"]), moe["count"]
