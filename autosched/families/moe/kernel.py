@@ -1,20 +1,22 @@
-"""The moe kernel: the router GEMV, the host's routing, then one ``Dispatch`` per expert.
+"""The moe kernel: the router GEMV, the host's routing, then the experts' dispatches.
 
 Built from the GEMV family's own kernels (one per part, written as if each owned the
 device), stitched here as the linker stitches fragments: rows stacked, buffers renamed,
 tokens split per channel group. The PIM streams run
 
     head GEMV (router | shared gate | shared gate and up) ; wait routed ;
-    [shared down GEMV] ; for each expert j: dispatch trip < T when trips[j]:
+    [shared down GEMV] ; loop x over a group's experts j = g + groups * x:
+      dispatch trip < T when trips[j]:
         gate|up GEMV over xg[j, trip] ; wait h_g ; wait free_g ; down GEMV over hb_g
 
 and the host the matching reductions, ``route``, ``trips``, ``gather`` (and the shared
 expert's activation) before ``routed``, per trip the activation (``h_g``) and the down
 projection's reduction into ``yg`` (``free_g``, given once ahead so that the next
-expert's gate|up projection overlaps the host's last reduction), then ``combine``. With ``split=groups``
-expert j runs on channel group ``j % groups``, each group's experts stacked in its own
-rows, so experts chosen together overlap on disjoint channels. Every expert's weights
-stay resident; the dispatches' ``taken`` trips are the expected path (``taken``).
+expert's gate|up projection overlaps the host's last reduction), then ``combine``.
+With ``split=groups`` expert j runs on channel group ``j % groups``, each group's
+experts stacked in its own rows, so experts chosen together overlap on disjoint
+channels. Every expert's weights stay resident; each dispatch's ``taken`` is its
+group's trips on the expected path.
 """
 
 from __future__ import annotations
