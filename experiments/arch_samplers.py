@@ -162,6 +162,31 @@ def _rope_scaling(p: Picker, hf: Config) -> None:
         hf["rope_scaling"] = rope
 
 
+def _experts(key: str, *, moe_width: bool = False, norm: bool = True,
+             shared: bool = False) -> Callable[[Picker, Config], None]:
+    """A mixture of experts: ``key`` experts (2..8), 1..min(experts, 4) per token, their
+    width (``moe_intermediate_size``) where the config has one, renormalised top-k
+    weights or not, a shared expert and dense layers between sparse ones."""
+    def draw(p: Picker, hf: Config) -> None:
+        e = p.int(2, 8)
+        hf[key] = e
+        hf["num_experts_per_tok"] = p.int(1, min(e, 4))
+        if moe_width:
+            hf["moe_intermediate_size"] = p.choice([16, 32, 48])
+        if norm:
+            hf["norm_topk_prob"] = p.choice([False, True])
+        if shared:
+            hf["shared_expert_intermediate_size"] = p.choice([16, 48])
+        if "decoder_sparse_step" in _SPARSE.get(hf["model_type"], ()):
+            hf["decoder_sparse_step"] = p.choice([1, 2])
+            layers = hf["num_hidden_layers"]
+            hf["mlp_only_layers"] = p.choice([[], [0], [layers - 1]])
+    return draw
+
+
+_SPARSE = {"qwen2_moe": ("decoder_sparse_step",), "qwen3_moe": ("decoder_sparse_step",)}
+
+
 SAMPLERS: dict[str, Callable[[Picker], Config]] = {
     "llama": sample_config,
     "mistral": _llama_like("mistral", _window),
@@ -186,6 +211,11 @@ SAMPLERS: dict[str, Callable[[Picker], Config]] = {
     "olmo3": _llama_like("olmo3", _types),
     "glm4": _llama_like("glm4", _partial, _bias("attention_bias"), explicit=True),
     "cohere2": _llama_like("cohere2", _types, explicit=False, even_heads=True),
+    "mixtral": _llama_like("mixtral", _experts("num_local_experts", norm=False), _window),
+    "qwen3_moe": _llama_like("qwen3_moe", _experts("num_experts", moe_width=True)),
+    "olmoe": _llama_like("olmoe", _experts("num_experts")),
+    "qwen2_moe": _llama_like("qwen2_moe", _experts("num_experts", moe_width=True,
+                                                   shared=True)),
 }
 
 

@@ -20,7 +20,7 @@ from typing import Any
 
 from experiments.arch_samplers import SAMPLERS, Picker
 
-__all__ = ["ARCHS", "TINY", "Arch", "tiny_checkpoint", "tiny_config"]
+__all__ = ["ARCHS", "MOE", "TINY", "Arch", "tiny_checkpoint", "tiny_config"]
 
 TINY: dict[str, Any] = dict(
     hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4,
@@ -43,6 +43,7 @@ class Arch:
 
 
 _NO_KV = ("num_key_value_heads",)
+_EP4 = {"num_key_value_heads": 4, "vocab_size": 104}
 _ARCHS = (
     Arch("llama"),
     Arch("mistral", {"sliding_window": 4}),
@@ -72,7 +73,16 @@ _ARCHS = (
     Arch("glm4"),
     Arch("cohere2", {"sliding_window": 4, "layer_types": ["sliding_attention",
                                                           "full_attention"]}),
+    # mixtures of experts: few experts, two per token, each a smaller MLP; four key/value
+    # heads and a vocabulary of 4 x 26 so that four devices can split them (and the experts)
+    Arch("mixtral", {"num_local_experts": 4, "num_experts_per_tok": 2, **_EP4}),
+    Arch("qwen3_moe", {"num_experts": 8, "num_experts_per_tok": 2, "moe_intermediate_size": 32,
+                       "norm_topk_prob": True, **_EP4}),
+    Arch("olmoe", {"num_experts": 8, "num_experts_per_tok": 2, "intermediate_size": 32, **_EP4}),
+    Arch("qwen2_moe", {"num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32,
+                       "shared_expert_intermediate_size": 48, "mlp_only_layers": [0], **_EP4}),
 )
+MOE = ("mixtral", "qwen3_moe", "olmoe", "qwen2_moe")
 ARCHS: dict[str, Arch] = {a.model_type: a for a in _ARCHS}
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import fields
 
 from .isa import Affine, BufRef, Instr
-from .program import Loop, Node, Program
+from .program import Dispatch, Loop, Node, Program
 
 __all__ = ["instr_asm", "program_asm"]
 
@@ -46,7 +46,11 @@ def instr_asm(ins: Instr) -> str:
 def _nodes(body: tuple[Node, ...], depth: int, out: list[str]) -> None:
     pad = "  " * depth
     for n in body:
-        if isinstance(n, Loop):
+        if isinstance(n, Dispatch):
+            out.append(f"{pad}dispatch {n.var} < {n.count} when {_val(n.sel)} "
+                       f"taken={n.taken}:")
+            _nodes(n.body, depth + 1, out)
+        elif isinstance(n, Loop):
             out.append(f"{pad}loop {n.var} < {n.count}:")
             _nodes(n.body, depth + 1, out)
         else:

@@ -16,7 +16,8 @@ from typing import Union
 from .errors import ProgramError
 from .isa import ALL_OPS, Affine, BufRef, Instr
 
-__all__ = ["Buffer", "Loop", "Node", "Program", "Stream", "walk"]
+__all__ = ["Buffer", "Dispatch", "Loop", "Node", "Program", "Stream", "dispatching", "walk",
+           "with_trips"]
 
 
 @dataclass(frozen=True)
@@ -29,6 +30,20 @@ class Loop:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "body", tuple(self.body))
+
+
+@dataclass(frozen=True)
+class Dispatch(Loop):
+    """Data-dependent dispatch: ``body`` runs ``min(n, count)`` times with ``var`` = 0 ..,
+    ``n`` being the value the host wrote into the one-element window ``sel`` before the
+    stream reached it (the functional simulator reads it; 0 skips the body). The timing
+    simulator and the bound take ``taken`` trips: the path the compiler expects, or the
+    one a functional run recorded (:func:`with_trips`); in a loop that holds nothing but
+    dispatches (one per expert of a group), ``taken`` counts the trips over all of the
+    loop's iterations. Static checks see a loop of ``count``: every trip must be valid."""
+
+    sel: BufRef = BufRef("", Affine(), (1,))
+    taken: int = 0
 
 
 Node = Union[Instr, Loop]  # noqa: UP007 (runtime alias used in isinstance-free code)
@@ -122,10 +137,49 @@ def walk(body: tuple[Node, ...], visit: Callable[[Instr, int], None], mult: int 
     """Call ``visit(instruction, times)`` for every instruction of ``body``, ``times`` being
     the product of the enclosing loop counts."""
     for n in body:
-        if isinstance(n, Loop):
+        if isinstance(n, Dispatch):
+            walk(n.body, visit, mult * n.taken)
+        elif isinstance(n, Loop) and dispatching(n):  # taken counts every iteration
+            for d in n.body:
+                walk(d.body, visit, mult * d.taken)
+        elif isinstance(n, Loop):
             walk(n.body, visit, mult * n.count)
         else:
             visit(n, mult)
+
+
+def dispatching(loop: Loop) -> bool:
+    """Whether ``loop`` (not itself a dispatch) holds nothing but dispatches."""
+    return type(loop) is Loop and bool(loop.body) and \
+        all(isinstance(n, Dispatch) for n in loop.body)
+
+
+def with_trips(program: Program, trips: dict[str, list[int]]) -> Program:
+    """``program`` with the ``taken`` of each stream's dispatches, in program order,
+    replaced by ``trips[stream name]`` (what :func:`sim.functional.execute` recorded):
+    the timing simulator then times the path the data took."""
+    import dataclasses
+
+    def redo(body: tuple[Node, ...], seq: list[int]) -> tuple[Node, ...]:
+        out: list[Node] = []
+        for n in body:
+            if isinstance(n, Dispatch):
+                t = seq.pop(0) if seq else n.taken
+                out.append(dataclasses.replace(n, taken=t, body=redo(n.body, seq)))
+            elif isinstance(n, Loop) and dispatching(n):  # each dispatch: its iterations' sum
+                got = [seq.pop(0) if seq else 0 for _ in range(n.count * len(n.body))]
+                out.append(Loop(n.var, n.count, tuple(
+                    dataclasses.replace(d, taken=sum(got[i::len(n.body)]))
+                    for i, d in enumerate(n.body))))
+            elif isinstance(n, Loop):
+                out.append(Loop(n.var, n.count, redo(n.body, seq)))
+            else:
+                out.append(n)
+        return tuple(out)
+
+    streams = tuple(dataclasses.replace(s, body=redo(s.body, list(trips.get(s.name, ()))))
+                    for s in program.streams)
+    return dataclasses.replace(program, streams=streams)
 
 
 def _channels_out(chs: tuple[int, ...]) -> list | dict:
@@ -151,6 +205,9 @@ def _val_out(v: object) -> object:
 
 
 def _node_out(n: Node) -> dict:
+    if isinstance(n, Dispatch):
+        return {"op": "dispatch", "var": n.var, "count": n.count, "sel": _val_out(n.sel),
+                "taken": n.taken, "body": [_node_out(x) for x in n.body]}
     if isinstance(n, Loop):
         body = [_node_out(x) for x in n.body]
         return {"op": "loop", "var": n.var, "count": n.count, "body": body}
@@ -181,6 +238,9 @@ def _val_in(tp: str, v: object) -> object:
 
 def _node_in(d: dict) -> Node:
     op = d["op"]
+    if op == "dispatch":
+        return Dispatch(d["var"], int(d["count"]), tuple(_node_in(x) for x in d["body"]),
+                        _val_in("BufRef", d["sel"]), int(d["taken"]))
     if op == "loop":
         return Loop(d["var"], int(d["count"]), tuple(_node_in(x) for x in d["body"]))
     if op not in ALL_OPS:

@@ -37,7 +37,7 @@ from .isa import (
     WrBank,
     WrGb,
 )
-from .program import Loop, Node, Program, Stream
+from .program import Dispatch, Loop, Node, Program, Stream, dispatching
 
 __all__ = ["EW_FUNCTIONS", "ENGINES", "check_program", "token_rules", "validate"]
 
@@ -62,8 +62,9 @@ class _Checker:
         self.link = stream.engine == "link"
         self.groups = groups
         self.ranges: dict[str, int] = (
-            {"dev": devices} if self.link else {} if self.host else {"ch": len(stream.channels)})
+            {"dev": devices} if self.link or self.host else {"ch": len(stream.channels)})
         self.path: list[str] = ["body"]
+        self.scale = 1  # iterations a dispatch's taken trips are spread over
         self.label = ""
         self.signals, self.waits = signals, waits
         p = hw.pim
@@ -119,6 +120,8 @@ class _Checker:
             path[depth] = f"[{i}]"
             if type(node) is Loop:
                 self.loop(node)
+            elif type(node) is Dispatch:
+                self.dispatch(node)
             else:
                 self.label = f" {getattr(node, 'op', type(node).__name__)}"
                 self.instr(node)
@@ -134,9 +137,27 @@ class _Checker:
         self.label = ""
         self.ranges[node.var] = node.count
         self.path.append(f".loop[{node.var}]")
+        outer = self.scale
+        self.scale = node.count if dispatching(node) else 1
         self.nodes(node.body)
+        self.scale = outer
         self.path.pop()
         del self.ranges[node.var]
+
+    def dispatch(self, node: Dispatch) -> None:
+        """A dispatch is a loop of at most ``count`` trips whose trip count the host wrote
+        into ``sel`` (one element of a host buffer)."""
+        self.label = f" dispatch[{node.var}]"
+        self.bufref(node.sel, "sel")
+        if node.sel.size != 1 or "ch" in node.sel.offset.vars():
+            self.fail("a dispatch selects by one element, the same on every channel")
+        top = node.count * self.scale  # in a loop of dispatches: over its iterations
+        if not 0 <= node.taken <= top:
+            self.fail(f"dispatch taken={node.taken} must be in [0, {top}] (count "
+                      f"{node.count} per execution)")
+        outer, self.scale = self.scale, 1
+        self.loop(node)
+        self.scale = outer
 
     def instr(self, ins: Instr) -> None:
         kind = type(ins)

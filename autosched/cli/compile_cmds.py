@@ -213,7 +213,7 @@ def _simulate(args: argparse.Namespace) -> int:
     ]))
     from autosched.compiler import Partition
 
-    part = Partition(p["tp"], tuple(tuple(s) for s in p["stages"]))
+    part = Partition(p["tp"], tuple(tuple(s) for s in p["stages"]), bool(p.get("experts")))
     print("\n".join(_stage_lines(part, list(f.budgets))))
     return 0
 

@@ -11,7 +11,7 @@ import functools
 from collections.abc import Callable
 
 from sim.isa import Act, Affine, BufRef, Instr, Signal, Wait
-from sim.program import Loop, Node
+from sim.program import Dispatch, Loop, Node
 
 __all__ = ["Rewrite", "affine_range", "max_row", "rewrite_body"]
 
@@ -101,7 +101,10 @@ def rewrite_body(body: tuple[Node, ...], rw: Rewrite) -> tuple[Node, ...]:
     """``body`` with every instruction rewritten by ``rw`` (loops kept)."""
     out: list[Node] = []
     for n in body:
-        if isinstance(n, Loop):
+        if isinstance(n, Dispatch):  # its selector is a host buffer like any operand
+            out.append(dataclasses.replace(n, body=rewrite_body(n.body, rw),
+                                           sel=_value(n.sel, rw)))
+        elif isinstance(n, Loop):
             out.append(Loop(n.var, n.count, rewrite_body(n.body, rw)))
         else:
             out.extend(_instr(n, rw))

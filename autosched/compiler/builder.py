@@ -61,9 +61,11 @@ class Builder:
 
     def __init__(self, graph: OpGraph, system: System, db: Database | None,
                  schedules: dict[str, Schedule] | str | None, placement: str | None,
-                 tp: int = 1, fitted: dict[str, Schedule] | None = None) -> None:
+                 tp: int = 1, fitted: dict[str, Schedule] | None = None, *,
+                 roles: frozenset[str] | None = None) -> None:
         self.graph, self.system, self.hw, self.db = graph, system, system.device, db
         self.tp = tp
+        self.roles = roles  # the roles the tp devices split (None: all of them)
         self.fitted = fitted or {}  # denser layouts chosen to fit, over everything else
         self.library = schedules == "library"
         if isinstance(schedules, str) and not self.library:
@@ -168,7 +170,7 @@ class Builder:
     def _collectives(self, n: OpNode) -> None:
         """With ``tp > 1``: the all-reduce after a reduced projection, the gather of the
         LM head's vocabulary slices."""
-        if self.tp == 1:
+        if self.tp == 1 or self.roles is not None and n.role not in self.roles:
             return
         w, tp = n.workload, self.tp
         if n.role in REDUCED:

@@ -47,7 +47,7 @@ def _stage_terms(graph: OpGraph, part: Partition, system: System, estimate: bool
         for n in nodes:
             kind = ("all_reduce" if n.role in REDUCED else
                     "all_gather" if n.role == "lm_head" else None)
-            if kind is None or tp == 1:
+            if kind is None or tp == 1 or n.role not in part.roles:
                 continue
             size = n.workload.dims["m"] * output_width(n.workload)
             if estimate:
@@ -102,11 +102,12 @@ def choose_partition(step: Step, system: System, *,
     whether it fits, fastest fitting first."""
     hw = system.device
     rows = []
-    graphs: dict[int, OpGraph] = {}  # a device's graph depends on the partition's tp only
+    graphs: dict[tuple, OpGraph] = {}  # a device's graph depends on tp and what it splits
     for part in candidates(step.model, system):
-        if part.tp not in graphs:
-            graphs[part.tp] = partition_graph(step, part, fusion)
-        graph = graphs[part.tp]
+        key = (part.tp, part.experts)
+        if key not in graphs:
+            graphs[key] = partition_graph(step, part, fusion)
+        graph = graphs[key]
         need = _memory(graph, part, hw)
         fits = need <= _MARGIN * hw.capacity_bytes
         rows.append({"partition": part, "estimate_ns": _estimate(graph, part, system),
@@ -118,20 +119,22 @@ def choose_partition(step: Step, system: System, *,
 def parse_partition(text: str, step: Step, system: System) -> Partition:
     """``TPxPP`` (devices per stage x stages) as an even Partition of ``step``'s layers,
     refused with every reason it cannot be (divisibility, layers, devices)."""
+    flat = str(text).lower().replace(" ", "")
+    experts = flat.startswith("ep")  # ``ep4x2``: the four devices split the experts only
     try:
-        tp, pp = (int(x) for x in str(text).lower().replace(" ", "").split("x"))
+        tp, pp = (int(x) for x in flat.removeprefix("ep").split("x"))
     except ValueError:
         raise AutoschedError(f"partition {text!r}: write devices per stage x stages, "
-                             "e.g. 8x2") from None
+                             "e.g. 8x2 (ep8x2: the eight split only the experts)") from None
     cfg = step.model
-    why = tp_reasons(cfg, tp) if tp >= 1 else [f"tp={tp} must be positive"]
+    why = tp_reasons(cfg, tp, experts) if tp >= 1 else [f"tp={tp} must be positive"]
     if pp < 1 or pp > cfg.layers:
         why.append(f"pp={pp} must be in [1, {cfg.layers}] (the model's layers)")
     if tp * pp > system.devices:
         why.append(f"{tp}x{pp} needs {tp * pp} devices, {system.name} has {system.devices}")
     if why:
         raise AutoschedError(f"partition {text}: " + "; ".join(why))
-    return Partition.even(tp, pp, cfg.layers)
+    return Partition.even(tp, pp, cfg.layers, experts)
 
 
 def best_partition(step: Step, system: System, *, fusion: dict | None = None) -> Partition:

@@ -119,7 +119,8 @@ class CompiledStep:
             nodes = [n for n in st.graph if n.name in st.choices]
             for r, d in enumerate(self.partition.devices_of(s)):
                 st.linked.place(mems[d], {n.name: shard_tensors(
-                    self.step, n, family_of(n.workload).weights(weights, n), tp, r)
+                    self.step, n, family_of(n.workload).weights(weights, n), tp, r,
+                    self.partition.roles)
                     for n in nodes})
 
     def memories(self) -> dict[int, DeviceMemory]:
@@ -152,7 +153,8 @@ class CompiledStep:
                 feed = {"ids": np.asarray(ids, dtype=np.float32).reshape(-1)} \
                     if "ids" in names else {}
                 for n in nodes:
-                    for name, v in shard_tensors(self.step, n, consts[n.name], tp, r).items():
+                    for name, v in shard_tensors(self.step, n, consts[n.name], tp, r,
+                                                 self.partition.roles).items():
                         feed[f"{n.name}.{name}"] = v
                 out[d] = st.linked.bind(feed)
         return out
@@ -167,7 +169,7 @@ def partition_graph(step: Step, part: Partition, fusion: dict | None = None) -> 
     if part.tp > 1 and fusion:  # and the decisions that exist only with those
         plan = {**upgrade_plan(fusion), **TP_UNFUSED}
         plan = {k: plan[k] for k in fusion_space().active(plan) if k in plan}
-    return shard_graph(step_graph(step, plan or None), part.tp)
+    return shard_graph(step_graph(step, plan or None), part.tp, part.roles)
 
 
 def _stored(db: Database | None, kind: PlanKind, step: Step | None, hw: Hardware) -> dict | None:
@@ -296,7 +298,8 @@ def _stages(step: Step | None, system: System, part: Partition, graph: OpGraph,
 
         def build(fitted: dict[str, Schedule], nodes=nodes, received=received, s=s,
                   tag=tag, waits=waits) -> CompiledStage:
-            b = Builder(graph, system, db, schedules, placement, part.tp, fitted)
+            b = Builder(graph, system, db, schedules, placement, part.tp, fitted,
+                        roles=part.roles)
             for n in nodes:
                 b.add(n)
             return link_stage(graph, b, nodes, name=tag, sends=sends[s], stage=s,

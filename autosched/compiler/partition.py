@@ -23,8 +23,8 @@ from autosched.ir import OpGraph, OpNode
 from sim.errors import AutoschedError
 from sim.hardware import System
 
-__all__ = ["REDUCED", "Partition", "candidates", "shard_graph", "shard_tensors", "stage_of",
-           "tp_reasons"]
+__all__ = ["REDUCED", "Partition", "candidates", "experts_of", "shard_graph", "shard_tensors",
+           "stage_of", "tp_reasons"]
 
 # role -> the dims a tensor-parallel device holds 1/tp of
 _SPLIT: dict[str, tuple[str, ...]] = {
@@ -32,8 +32,10 @@ _SPLIT: dict[str, tuple[str, ...]] = {
     "o_proj": ("k",), "ffn_gate": ("n",), "ffn_up": ("n",), "gate_up": ("n",),
     "ffn_down": ("k",), "ffn_silu": ("n",), "ffn_mul": ("n",), "lm_head": ("n",),
     "qk_rotary": ("h",), "rotary": ("h",), "attn": ("h", "kvh"),
+    "experts": ("e",),  # expert parallelism: each device runs its share of the experts
 }
-REDUCED = ("o_proj", "ffn_down")  # partial sums: all-reduced over the stage's devices
+# partial sums: all-reduced over the stage's devices
+REDUCED = ("o_proj", "ffn_down", "experts")
 
 
 @dataclass(frozen=True)
@@ -42,6 +44,7 @@ class Partition:
 
     tp: int
     stages: tuple[tuple[int, int], ...]
+    experts: bool = False  # the tp devices split the experts only (expert parallelism)
 
     @property
     def pp(self) -> int:
@@ -57,23 +60,42 @@ class Partition:
         return cls(1, ((0, layers),))
 
     @classmethod
-    def even(cls, tp: int, pp: int, layers: int) -> Partition:
+    def even(cls, tp: int, pp: int, layers: int, experts: bool = False) -> Partition:
         """``pp`` stages of consecutive layers differing by at most one layer."""
         cuts = [round(i * layers / pp) for i in range(pp + 1)]
-        return cls(tp, tuple(zip(cuts[:-1], cuts[1:], strict=True)))
+        return cls(tp, tuple(zip(cuts[:-1], cuts[1:], strict=True)), experts)
+
+    @property
+    def roles(self) -> frozenset[str]:
+        """The roles its devices split (the rest each device computes whole)."""
+        return frozenset(("experts",) if self.experts else _SPLIT)
 
     def devices_of(self, stage: int) -> tuple[int, ...]:
         return tuple(range(stage * self.tp, (stage + 1) * self.tp))
 
     def describe(self) -> str:
-        return f"tp={self.tp} pp={self.pp} ({self.devices} devices)"
+        what = "ep" if self.experts else "tp"
+        return f"{what}={self.tp} pp={self.pp} ({self.devices} devices)"
 
     def to_dict(self) -> dict:
-        return {"tp": self.tp, "pp": self.pp, "stages": [list(s) for s in self.stages]}
+        return {"tp": self.tp, "pp": self.pp, "stages": [list(s) for s in self.stages],
+                **({"experts": True} if self.experts else {})}
 
 
-def tp_reasons(cfg: Any, tp: int) -> list[str]:
-    """Why ``cfg`` cannot be split over ``tp`` devices (empty: it can)."""
+def experts_of(cfg: Any) -> int:
+    """The routed experts of ``cfg`` (0 for a dense model)."""
+    import json
+
+    hf = json.loads(cfg.hf) if getattr(cfg, "hf", "") else {}
+    return int(hf.get("num_local_experts") or hf.get("num_experts") or 0)
+
+
+def tp_reasons(cfg: Any, tp: int, experts: bool = False) -> list[str]:
+    """Why ``cfg`` cannot be split over ``tp`` devices (empty: it can); ``experts``:
+    only its experts are split."""
+    if experts:
+        e = experts_of(cfg)
+        return [] if e and e % tp == 0 else [f"experts={e} is not a multiple of ep={tp}"]
     why = []
     for what, v in (("heads", cfg.heads), ("kv_heads", cfg.kv_heads),
                     ("intermediate", cfg.intermediate), ("vocab", cfg.vocab)):
@@ -86,11 +108,12 @@ def candidates(cfg: Any, system: System) -> list[Partition]:
     """Every (tp, pp) with tp * pp <= devices that splits ``cfg`` evenly, pp <= layers."""
     out = []
     for tp in range(1, system.devices + 1):
-        if tp_reasons(cfg, tp):
-            continue
-        for pp in range(1, system.devices // tp + 1):
-            if pp <= cfg.layers:
-                out.append(Partition.even(tp, pp, cfg.layers))
+        for ep in (False, True) if tp > 1 else (False,):
+            if tp_reasons(cfg, tp, ep):
+                continue
+            for pp in range(1, system.devices // tp + 1):
+                if pp <= cfg.layers:
+                    out.append(Partition.even(tp, pp, cfg.layers, ep))
     return out
 
 
@@ -103,14 +126,19 @@ def _scaled(n: OpNode, dims: tuple[str, ...], tp: int):
     return family_of(w).shard(w, dims, tp)
 
 
-def shard_graph(graph: OpGraph, tp: int) -> OpGraph:
+def shard_graph(graph: OpGraph, tp: int, roles: frozenset[str] | None = None) -> OpGraph:
     """What each of ``tp`` tensor-parallel devices computes (all layers; the stage slices
-    them). Residual additions must not be fused into the reduced projections."""
+    them), splitting the nodes of ``roles`` (default: every role tensor parallelism
+    splits). Residual additions must not be fused into the reduced projections."""
     if tp == 1:
         return graph
+    roles = frozenset(_SPLIT) if roles is None else roles
     nodes = []
     for n in graph.nodes:
         w = n.workload
+        if n.role not in roles:
+            nodes.append(n)
+            continue
         if n.role in REDUCED and w.attr("epilogue") in ("add", "add_rmsnorm"):
             raise AutoschedError(f"{n.name}: a residual fused into {n.role} would be added on "
                                  "every tensor-parallel device; compile without "
@@ -148,14 +176,20 @@ def _parts(cfg: Any, role: str) -> list[int] | None:
 
 
 def shard_tensors(step: Any, node: OpNode, tensors: dict[str, np.ndarray], tp: int,
-                  rank: int) -> dict[str, np.ndarray]:
+                  rank: int, roles: frozenset[str] | None = None) -> dict[str, np.ndarray]:
     """Device ``rank`` of ``tp``'s share of a node's weights ``W`` and bias ``b``: the
     rows of each output block (q | k | v, gate | up, vocabulary) or, for the reduced
     projections, the columns; everything else whole. ``step``: the model's step (its
     config sizes the blocks)."""
-    if tp == 1:
+    if tp == 1 or roles is not None and node.role not in roles:
         return tensors
     out = dict(tensors)
+    if node.role == "experts":  # stacked experts: this device's block of them
+        for name, t in tensors.items():
+            if np.ndim(t) == 3:
+                c = t.shape[0] // tp
+                out[name] = np.asarray(t)[rank * c:(rank + 1) * c]
+        return out
     parts = _parts(step.model, node.role)
     for name in ("W", "b"):
         if name not in tensors:

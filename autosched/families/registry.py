@@ -20,6 +20,7 @@ from .attention import AttentionFamily
 from .base import Family
 from .gemv import GemvFamily
 from .layernorm import LayerNormFamily
+from .moe import MoeFamily
 from .pointwise import POINTWISE
 
 __all__ = ["FAMILIES", "REGISTRY", "build", "families", "family_of", "host_ops", "space_of"]
@@ -29,6 +30,7 @@ REGISTRY: tuple[Family, ...] = (
     GemvFamily(),
     AttentionFamily(),
     LayerNormFamily(),
+    MoeFamily(),
     *POINTWISE,
 )
 

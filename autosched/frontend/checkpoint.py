@@ -133,6 +133,11 @@ class CheckpointWeights(Weights):
 
             w = dequantized(self._stored, name[:-len(".weight")], weight_format(self.quant))
             return None if w is None else torch.from_numpy(w)
+        config = self.modules.config
+        if (f is None and ".mlp." in name and getattr(config, "num_experts", None)) \
+                or getattr(config, "num_local_experts", None):
+            # experts stacked and routers renamed from the files' matrices by transformers
+            return dict(self.modules.named_parameters()).get(name)
         return None if f is None else self._files[f].get_tensor(name)
 
     def _stored(self, name: str) -> tuple[np.ndarray, str] | None:

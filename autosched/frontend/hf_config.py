@@ -61,7 +61,8 @@ def load_config_json(path: Path) -> dict[str, Any]:
 
 def _check_types(hf: dict[str, Any], label: str) -> None:
     for key, lim in _INTS.items():
-        v, lo = hf.get(key), 0 if key in ("max_window_layers", "no_rope_layer_interval") else 1
+        v, lo = hf.get(key), 0 if key in ("max_window_layers", "no_rope_layer_interval",
+                                          "sliding_window") else 1  # 0: no window
         if v is None:
             continue
         if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= LIMITS[lim]:
@@ -253,6 +254,12 @@ def subset(cfg: ModelConfig, layers: tuple[int, ...]) -> ModelConfig:
     for key in _PER_LAYER:
         if isinstance(d.get(key), list):
             d[key] = [d[key][i] for i in layers]
+    if "mlp_only_layers" in d or "decoder_sparse_step" in d:  # which layers stay dense
+        from .readers import dense_layers
+
+        dense = dense_layers(c)
+        d["mlp_only_layers"] = [j for j, i in enumerate(layers) if i in dense]
+        d["decoder_sparse_step"] = 1
     name = next(k for k in ("num_hidden_layers", "n_layer", "num_layers") if k in d)
     d[name] = len(layers)
     return dataclasses.replace(cfg, layers=len(layers), full_layers=full, layer_kinds=kinds,

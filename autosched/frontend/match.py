@@ -34,6 +34,7 @@ class Kind(enum.Enum):
     POINTWISE = enum.auto()  # an element-wise op (attr ``fn``: add, mul, an activation)
     LOOKUP = enum.auto()  # rows of a table by token id
     SELECT = enum.auto()  # the next token from the logits
+    EXPERTS = enum.auto()  # a routed mixture of experts (router, experts, weighted sum)
     OP = enum.auto()  # an op of the model no family covers (attr ``fn``)
 
 

@@ -128,6 +128,8 @@ def build_module(cfg: ModelConfig, *, device: str = "meta", seed: int = 0,
     _quiet()
     dt = dtype or torch_dtype(cfg)
     hf = to_hf(cfg)
+    if getattr(hf, "num_experts", None) or getattr(hf, "num_local_experts", None):
+        hf._experts_implementation = "batched_mm"  # every expert in one static graph
     cls = module_class(cfg)
     try:
         with torch.device(device):

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["ALIASES", "READERS", "Reader", "layer_kinds", "summary_fields"]
+__all__ = ["ALIASES", "READERS", "Reader", "dense_layers", "layer_kinds", "summary_fields"]
 
 ALIASES: dict[str, tuple[str, ...]] = {
     "hidden": ("hidden_size", "n_embd", "d_model"),
@@ -59,7 +59,8 @@ READERS: dict[str, Reader] = {
     **{mt: Reader() for mt in (
         "llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3_text", "phi3",
         "olmo2", "olmo3", "granite", "smollm3", "glm", "glm4", "exaone4", "helium",
-        "ministral", "seed_oss", "internlm3", "arcee")},
+        "ministral", "seed_oss", "internlm3", "arcee", "mixtral", "qwen3_moe", "olmoe",
+        "qwen2_moe")},
     "qwen2": Reader(special={"attention_bias": lambda c: True}),
     **{mt: _LN for mt in ("phi", "stablelm", "starcoder2", "gpt_neox", "cohere", "cohere2",
                           "olmo")},
@@ -92,6 +93,17 @@ def summary_fields(c: Any) -> dict[str, Any]:
     return out
 
 
+def dense_layers(c: Any) -> frozenset[int]:
+    """The layers of a mixture-of-experts config that keep a dense MLP (``mlp_only_layers``,
+    or not a multiple of ``decoder_sparse_step``); empty for every other config."""
+    n = _alias(c, "layers")
+    if not (getattr(c, "num_experts", None) or getattr(c, "num_local_experts", None)):
+        return frozenset()
+    only = set(getattr(c, "mlp_only_layers", None) or ())
+    step = getattr(c, "decoder_sparse_step", None) or 1
+    return frozenset(i for i in range(n) if i in only or (i + 1) % step)
+
+
 def layer_kinds(c: Any) -> tuple[str, ...]:
     """Per layer, what makes it compute differently from its neighbours besides a
     sliding window's length: its ``layer_types`` entry when they differ (a rope base or
@@ -102,5 +114,7 @@ def layer_kinds(c: Any) -> tuple[str, ...]:
     if len(set(types)) == 1:
         types = [""] * n
     nope = getattr(c, "no_rope_layers", None) or [1] * n
-    kinds = tuple(t + ("+nope" if not r else "") for t, r in zip(types, nope, strict=True))
+    dense = dense_layers(c)
+    kinds = tuple(t + ("+nope" if not r else "") + ("+dense" if i in dense else "")
+                  for i, (t, r) in enumerate(zip(types, nope, strict=True)))
     return () if len(set(kinds)) == 1 else kinds

@@ -216,6 +216,11 @@ def to_nodes(g: AtenGraph, matches: list[Match], dtype: str) -> list[OpNode]:
     attns = [i for i, m in enumerate(matches) if m.kind is Kind.ATTENTION]
     for layer, a in enumerate(attns):
         w.layer_roles(a, layer)
+    for i, m in enumerate(matches):  # a mixture of experts in place of the MLP
+        if m.kind is Kind.EXPERTS and inputs[i] and inputs[i][0] in w.layer:
+            layer = w.layer[inputs[i][0]]
+            w.set(i, "experts", layer)
+            w.set(w.after(i, layer, "ffn"), "ffn_residual", layer)
     for i, m in enumerate(matches):
         if m.kind is Kind.LOOKUP:
             w.set(i, "embed", None)

@@ -92,6 +92,23 @@ def _expected(cfg: ModelConfig) -> tuple[dict[str, tuple[int, ...]], dict[str, s
     return shapes, tie_map(module), ignore, renamed
 
 
+_EXPERT = re.compile(r"^(.*\.experts)\.\d+\.(w1|w2|w3|gate_proj|up_proj|down_proj)\.weight$")
+
+
+def _stacked_expert(name: str, shapes: dict[str, tuple[int, ...]]) -> str | None:
+    """The module's stacked parameter holding a checkpoint's per-expert matrix ``name``
+    (``...experts.3.w1.weight`` -> ``...experts.gate_up_proj``), else None: mixture-of-
+    experts checkpoints store one matrix per expert, ``transformers`` stacks them."""
+    hit = _EXPERT.match(name)
+    if hit is None:
+        return None
+    part = "down_proj" if hit.group(2) in ("w2", "down_proj") else "gate_up_proj"
+    for prefix in (hit.group(1), hit.group(1).replace("block_sparse_moe", "mlp")):
+        if f"{prefix}.{part}" in shapes:
+            return f"{prefix}.{part}"
+    return None
+
+
 def check_weights(files: WeightFiles, cfg: ModelConfig) -> None:
     """Raise :class:`ModelError` naming the first tensor that is unknown to the model, of
     another shape, not a float type or not finite, or an expected tensor that is missing."""
@@ -117,13 +134,18 @@ def check_weights(files: WeightFiles, cfg: ModelConfig) -> None:
                 if base is not None:
                     seen.add(base)
                     continue
-            if name not in shapes:
+            stacked = _stacked_expert(name, shapes)
+            if stacked is not None:  # one expert's matrix of a stacked parameter
+                name = stacked
+            elif name.replace("block_sparse_moe", "mlp") in shapes:  # Mixtral's files
+                name = name.replace("block_sparse_moe", "mlp")
+            elif name not in shapes:
                 if any(p.search(name) for p in ignore):
                     continue
                 raise ModelError(f"{path}: tensor {shown(name)} is not a weight of "
                                  f"{cfg.name or cfg.model_type}")
             shape, dtype = tuple(view.get_shape()), view.get_dtype()
-            if shape != shapes[name]:
+            if stacked is None and shape != shapes[name]:
                 raise ModelError(f"{path}: tensor {name} has shape {list(shape)}, the config "
                                  f"says {list(shapes[name])}")
             if dtype not in FLOAT_TYPES:

@@ -20,7 +20,7 @@ from ..errors import ProgramError, SimError
 from ..hardware import Hardware, System, as_system, require_hardware
 from ..host_ops import run as run_host_op
 from ..isa import Affine, HostOp, Send, Signal, Wait
-from ..program import Loop, Node, Program, Stream, walk
+from ..program import Dispatch, Loop, Node, Program, Stream, walk
 from ..sysprog import SystemProgram, validate_system
 from ..validate import validate
 from .memory import DeviceMemory
@@ -35,16 +35,18 @@ class _Tokens:
     token, and the devices that must signal a token before it counts (its producer's
     group)."""
 
-    def __init__(self, producers: dict[str, tuple[int, ...]]) -> None:
-        self.producers = producers
+    def __init__(self, producers: dict[str, tuple[int, ...]], local: set[str]) -> None:
+        self.producers, self.local = producers, local
         self.signals: Counter[tuple[str, int]] = Counter()
         self.seen: Counter[tuple[str, str]] = Counter()
 
-    def count(self, token: str) -> int:
+    def count(self, token: str, device: int) -> int:
+        if token in self.local:  # signalled inside a dispatch: each device its own
+            return self.signals[token, device]
         return min(self.signals[token, d] for d in self.producers.get(token, (0,)))
 
-    def ready(self, stream: str, tokens: tuple[str, ...]) -> bool:
-        return all(self.count(t) > self.seen[stream, t] for t in tokens)
+    def ready(self, stream: str, tokens: tuple[str, ...], device: int = 0) -> bool:
+        return all(self.count(t, device) > self.seen[stream, t] for t in tokens)
 
     def consume(self, stream: str, tokens: tuple[str, ...]) -> None:
         for t in tokens:
@@ -75,6 +77,7 @@ class _StreamRun:
         if self.pim:  # a single channel takes every scalar fast path
             self.env["ch"] = np.arange(n) if n > 1 else 0
         self.executed = 0
+        self.trips: list[int] = []  # each dispatch's trips, in execution order
         self.blocked_on: tuple[str, ...] = ()
 
     def ev(self, a: Affine) -> Operand:
@@ -88,6 +91,17 @@ class _StreamRun:
 
     def _walk(self, nodes: tuple[Node, ...]) -> Iterator[None]:
         for node in nodes:
+            if isinstance(node, Dispatch):
+                r = node.sel
+                at = int(np.asarray(self.ev(r.offset)).reshape(-1)[0])
+                n = int(np.asarray(self.host.read(r.buf, at, 1)).reshape(-1)[0])
+                trips = max(0, min(n, node.count))
+                self.trips.append(trips)
+                for k in range(trips):
+                    self.env[node.var] = k
+                    yield from self._walk(node.body)
+                self.env.pop(node.var, None)
+                continue
             if isinstance(node, Loop):
                 for k in range(node.count):
                     self.env[node.var] = k
@@ -95,7 +109,7 @@ class _StreamRun:
                 self.env.pop(node.var, None)
                 continue
             if isinstance(node, Wait):
-                while not self.tokens.ready(self.name, node.tokens):
+                while not self.tokens.ready(self.name, node.tokens, self.dev.device):
                     self.blocked_on = node.tokens
                     yield
                 self.blocked_on = ()
@@ -133,12 +147,15 @@ class _StreamRun:
 
 
 def execute(program: Program, hw: Hardware | str, mem: DeviceMemory,
-            inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+            inputs: dict[str, np.ndarray], *,
+            trips: dict[str, list[int]] | None = None) -> dict[str, np.ndarray]:
     """Run ``program`` on ``mem`` (mutated) with host buffers bound from ``inputs``.
 
     Only bank contents persist between calls: every call starts with all banks
     precharged, global buffers and accumulators at zero, and unbound host buffers at zero.
-    Returns every host buffer's final contents, flat float32. Raises ProgramError for a
+    ``trips`` (when given) receives each stream's dispatch trips in execution order, the
+    path :func:`sim.program.with_trips` hands to the timing simulator. Returns every host
+    buffer's final contents, flat float32. Raises ProgramError for a
     malformed program and SimError for a run-time fault (no open row, deadlock).
     """
     hw = require_hardware(hw, "execute")
@@ -148,13 +165,18 @@ def execute(program: Program, hw: Hardware | str, mem: DeviceMemory,
     dev = _Device(0, 0, mem, host)
     dev.groups, dev.group = [[dev]], 0
     tokens = _tokens([program], [(0,)])
-    _run([_StreamRun(s, hw, dev, tokens, s.name) for s in program.streams])
+    runs = [_StreamRun(s, hw, dev, tokens, s.name) for s in program.streams]
+    _run(runs)
+    if trips is not None:
+        trips.update({r.name: r.trips for r in runs})
     return {name: arr.copy() for name, arr in host.data.items()}
 
 
 def execute_system(sp: SystemProgram, system: System | Hardware | str,
                    mems: dict[int, DeviceMemory],
-                   inputs: dict[int, dict[str, np.ndarray]]) -> dict[int, dict[str, np.ndarray]]:
+                   inputs: dict[int, dict[str, np.ndarray]], *,
+                   trips: dict[str, list[int]] | None = None
+                   ) -> dict[int, dict[str, np.ndarray]]:
     """Run a system program: device ``d`` uses ``mems[d]`` (mutated) and host inputs
     ``inputs[d]``; returns every device's host buffers. Semantics as :func:`execute`."""
     system = as_system(system, "execute_system")
@@ -178,6 +200,8 @@ def execute_system(sp: SystemProgram, system: System | Hardware | str,
             runs += [_StreamRun(s, hw, dev, tokens, f"g{gi}.d{dev.device}.{s.name}")
                      for s in g.program.streams]
     _run(runs)
+    if trips is not None:  # by "g{group}.d{device}.{stream}"
+        trips.update({r.name: r.trips for r in runs})
     return {dev.device: {n: a.copy() for n, a in dev.host.data.items()}
             for devs in groups for dev in devs}
 
@@ -191,13 +215,26 @@ def _same_hw(mem: DeviceMemory, hw: Hardware) -> None:
 def _tokens(programs: list[Program], devices: list[tuple[int, ...]]) -> _Tokens:
     """Each token's producing group's devices."""
     producers: dict[str, tuple[int, ...]] = {}
+    local: set[str] = set()
     for prog, devs in zip(programs, devices, strict=True):
         for s in prog.streams:
             def visit(ins: object, _m: int, _d: tuple = devs) -> None:
                 if isinstance(ins, Signal):
                     producers[ins.token] = _d
             walk(s.body, visit)
-    return _Tokens(producers)
+            local |= _dispatched(s.body, False)
+    return _Tokens(producers, local)
+
+
+def _dispatched(body: tuple[Node, ...], inside: bool) -> set[str]:
+    """Tokens signalled inside a dispatch (whose trips may differ between devices)."""
+    out: set[str] = set()
+    for n in body:
+        if isinstance(n, Loop):
+            out |= _dispatched(n.body, inside or isinstance(n, Dispatch))
+        elif inside and isinstance(n, Signal):
+            out.add(n.token)
+    return out
 
 
 def _run(runs: list[_StreamRun]) -> None:

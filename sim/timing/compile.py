@@ -30,7 +30,7 @@ from ..isa import (
     WrAcc,
     WrGb,
 )
-from ..program import Loop, Node, Program, Stream
+from ..program import Dispatch, Loop, Node, Program, Stream, dispatching
 from . import sync
 from .channel import Channel
 from .host import HostEngine, host_op_args
@@ -112,15 +112,18 @@ def _pim(cx: _Ctx, ins: Instr) -> tuple:
 
 def _node(cx: _Ctx, n: Node) -> tuple[tuple, bool, bool]:
     """(node, has_sync, uses a loop variable in a global-buffer address)."""
-    if isinstance(n, Loop):
+    if dispatching(n):  # a loop of dispatches: each dispatch's trips over the loop,
+        return _round_robin(cx, n)  # taken in turns as the iterations interleave them
+    if isinstance(n, Loop):  # a dispatch runs the trips of the path it times
+        count = n.taken if isinstance(n, Dispatch) else n.count
         outer = cx.ranges.get(n.var)
-        cx.ranges[n.var] = max(1, n.count)
+        cx.ranges[n.var] = max(1, count)
         body, has_sync, gb_dep = _body(cx, n.body)
         if outer is None:
             del cx.ranges[n.var]
         else:
             cx.ranges[n.var] = outer
-        return (None, (n.var, n.count, body, gb_dep), has_sync), has_sync, gb_dep
+        return (None, (n.var, count, body, gb_dep), has_sync), has_sync, gb_dep
     if isinstance(n, Signal):
         cx.signals.append(n.token)
         return (sync.signal, len(cx.signals) - 1, False), True, False
@@ -137,6 +140,28 @@ def _node(cx: _Ctx, n: Node) -> tuple[tuple, bool, bool]:
     gb = getattr(n, "gb", None)
     moves = gb is not None and any(v != "ch" for v, _ in gb.terms)
     return (fn, args, False), False, moves
+
+
+def _round_robin(cx: _Ctx, n: Loop) -> tuple[tuple, bool, bool]:
+    """A loop of dispatches as phases: while every dispatch has trips left, one trip of
+    each in turn; then of those with trips left, and so on (``taken`` of each)."""
+    outer = cx.ranges.get(n.var)
+    cx.ranges[n.var] = max(1, n.count)
+    trips, has_sync, gb_dep = [], False, False
+    for d in n.body:
+        node, s, g = _node(cx, Loop(d.var, 1, d.body))
+        trips.append((d.taken, node))
+        has_sync, gb_dep = has_sync or s, gb_dep or g
+    if outer is None:
+        del cx.ranges[n.var]
+    else:
+        cx.ranges[n.var] = outer
+    phases, done = [], 0
+    for level in sorted({t for t, _ in trips if t > 0}):
+        body = tuple(node for t, node in trips if t >= level)
+        phases.append((None, (n.var, level - done, body, gb_dep), has_sync))
+        done = level
+    return (None, (n.var, 1, tuple(phases), gb_dep), has_sync), has_sync, gb_dep
 
 
 def _body(cx: _Ctx, nodes: tuple[Node, ...]) -> tuple[Compiled, bool, bool]:

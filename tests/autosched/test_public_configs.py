@@ -25,6 +25,9 @@ EXPECTED = {  # file stem: (model_type, layers, heads, kv_heads, head_dim, windo
     "open-llama-3b": ("llama", 26, 32, 32, 100, 0, None),
     "qwen3-0.6b": ("qwen3", 28, 16, 8, 128, 0, None),
     "gemma-2-2b-it": ("gemma2", 26, 8, 4, 256, 4096, None),
+    "mixtral-8x7b-v0.1": ("mixtral", 32, 32, 8, 128, 0, None),
+    "qwen3-30b-a3b": ("qwen3_moe", 48, 32, 4, 128, 0, None),
+    "olmoe-1b-7b-0125-instruct": ("olmoe", 16, 16, 16, 128, 0, None),
 }
 
 

@@ -119,7 +119,7 @@ CASES = [
      r"host op 'add' takes 2 inputs and 1 output, got 1 and 1"),
     (HBM, Program((Stream("h", "host", (), (HostOp("copy", (BufRef("y", aff(0, ch=4), (4,)),),
                                                     (BufRef("y", 4, (4,)),)),)),), BUFS),
-     r"outs\[0\] window of 'y' uses unbound variable 'ch' \(in scope: none\)"),
+     r"outs\[0\] window of 'y' uses unbound variable 'ch' \(in scope: dev\)"),
     (HBM, pim(Pre(0, 0), channels=(63, 64)), r"pim0: channel 64 outside \[0, 64\)"),
     (HBM, pim(Pre(0, 0), channels=()), r"pim0: a PIM stream needs at least one channel"),
     (HBM, Program((Stream("a", "pim", (0, 1), ()), Stream("b", "pim", (1, 2), ())), BUFS),

@@ -1,0 +1,132 @@
+"""The ``moe`` family: a routed mixture of experts as one operator whose program
+dispatches the experts the router chose (see :mod:`.kernel`)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any, ClassVar
+
+import numpy as np
+
+from search_spaces import Space, Workload
+from search_spaces.moe import moe_default, moe_space
+from sim.hardware import Hardware
+from sim.kernels import Kernel
+
+from ..base import Family, Option
+from ..gemv.bound import gemv_bound
+from . import routing
+from .kernel import moe_kernel
+
+__all__ = ["MoeFamily", "active_path"]
+
+Arr = np.ndarray
+
+
+def _probs(w: Workload) -> Arr:
+    src = str(w.attr("route", "uniform"))
+    e = w.dims["e"]
+    return np.full(e, 1.0 / e) if src == "uniform" else routing.load(src, e)
+
+
+def active_path(w: Workload) -> Arr:
+    """Rows each expert receives on the path the compiler expects (``[e]``); with the
+    experts split over ``ep`` devices, this device's are the first ``e / ep``."""
+    d = w.dims
+    return routing.expected_rows(d["m"], d["k"], _probs(w), int(w.attr("ep", 1)))
+
+
+def _gemv(m: int, n: int, k: int, dtype: str) -> Workload:
+    return Workload.make("gemv", dtype, None, m=m, n=n, k=k)
+
+
+class MoeFamily(Family):
+    """moe: router, routing on the host, dispatched experts, weighted sum."""
+
+    ops: ClassVar[tuple[str, ...]] = ("moe",)
+    in_banks: ClassVar[bool] = True
+
+    def space(self, workload: Workload, hw: Hardware) -> Space:
+        return moe_space(workload, hw)
+
+    def default(self, workload: Workload, hw: Hardware) -> dict:
+        return moe_default(workload, hw)
+
+    def lower(self, workload: Workload, point: dict, hw: Hardware) -> Kernel:
+        tile = min(int(point["tile"]), workload.dims["m"])
+        local = workload.dims["e"] // int(workload.attr("ep", 1))
+        taken = [math.ceil(r / tile) for r in active_path(workload)[:local]]
+        return moe_kernel(workload, point, hw, taken)
+
+    def shard(self, workload: Workload, dims: tuple[str, ...], tp: int) -> Workload:
+        """Expert parallelism: each of ``tp`` devices keeps ``e / tp`` experts (and
+        computes the routing whole); the dims stay those of the model."""
+        from autosched.pipeline import with_attrs
+
+        return with_attrs(workload, ep=tp)
+
+    def bound(self, workload: Workload, hw: Hardware) -> float:
+        """The head GEMV, the shared expert, and one read of every active expert's
+        weights (the rows of the expected path), each at its own bound."""
+        d, dt = workload.dims, workload.dtype
+        m, n, i, e, s = d["m"], d["n"], d["i"], d["e"], d["s"]
+        shared = bool(workload.attr("shared", 0))
+        head = gemv_bound(_gemv(m, e + (1 + 2 * s if shared else 0), n, dt), hw)
+        sdown = gemv_bound(_gemv(m, n, s, dt), hw) if shared else 0.0
+        local = workload.dims["e"] // int(workload.attr("ep", 1))
+        active = int((active_path(workload)[:local] > 0).sum())
+        one = gemv_bound(_gemv(1, 2 * i, n, dt), hw) + gemv_bound(_gemv(1, n, i, dt), hw)
+        return head + sdown + active * one
+
+    def options(self, workload: Workload, hw: Hardware) -> tuple[Option, ...]:
+        b = self.bound(workload, hw)
+        return (Option(b, 0.0, b),)
+
+    def weight_bytes(self, workload: Workload, hw: Hardware) -> int:
+        d = workload.dims
+        n, i, e, s = d["n"], d["i"], d["e"], d["s"]
+        shared = bool(workload.attr("shared", 0))
+        local = e // int(workload.attr("ep", 1))
+        elems = local * 3 * i * n + n * e + (n * (1 + 3 * s) if shared else 0)
+        return 2 * elems
+
+    def recognisers(self) -> tuple:
+        from .pattern import moe
+
+        return ((15, moe),)
+
+    def tensors(self, workload: Workload) -> tuple[str, ...]:
+        shared = bool(workload.attr("shared", 0))
+        return ("head", "gate_up", "down", *(("sdown",) if shared else ()))
+
+    def weights(self, source: Any, node: Any) -> dict[str, Arr]:
+        get = source.get
+        head = [get(node.param("router"))]
+        out = {"gate_up": get(node.param("gate_up")), "down": get(node.param("down"))}
+        if node.workload.attr("shared", 0):
+            head += [get(node.param(p)) for p in ("s_router", "s_gate", "s_up")]
+            out["sdown"] = get(node.param("s_down"))
+        out["head"] = np.concatenate(head, axis=0)
+        return out
+
+    def reference(self, node: Any, ops: dict[str, Arr], tensors: dict[str, Arr],
+                  env: Any) -> Arr:
+        w = node.workload
+        d = w.dims
+        e, k, s = d["e"], d["k"], d["s"]
+        x = np.asarray(ops["x"], np.float64)
+        h = x @ np.asarray(tensors["head"], np.float64).T
+        wts = routing.route(h, e, k, bool(w.attr("norm", 0)))
+        out = np.zeros((x.shape[0], d["n"]))
+        local = e // int(w.attr("ep", 1))  # tensors: this device's experts (the first)
+        for j in range(local):
+            gu = x @ tensors["gate_up"][j].astype(np.float64).T
+            a = gu[:, :d["i"]]
+            y = (a / (1 + np.exp(-a)) * gu[:, d["i"]:]) @ tensors["down"][j].astype(
+                np.float64).T
+            out += wts[:, j:j + 1] * y
+        if w.attr("shared", 0):
+            g, u = h[:, e + 1:e + 1 + s], h[:, e + 1 + s:e + 1 + 2 * s]
+            ys = (g / (1 + np.exp(-g)) * u) @ tensors["sdown"].astype(np.float64).T
+            out += 1 / (1 + np.exp(-h[:, e:e + 1])) * ys / int(w.attr("ep", 1))
+        return out

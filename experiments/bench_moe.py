@@ -1,0 +1,179 @@
+"""Mixture-of-experts decode on PIM: host experts, the naive placement and the searched
+one, at batch 1..64 and contexts 1024 and 4096, under uniform and skewed routing.
+
+For each (model, context, batch) the whole decode step is compiled and simulated once
+with the naive placement (the moe space's default);
+the MoE layers are then re-timed alone for each placement and routing and put back in
+place of the naive ones (``step = step_naive - layers * moe_naive + layers * moe``).
+``host``: the host multiplies the experts, reading their weights from the banks (the
+best such point; the rest of the step stays as compiled); ``naive``: the space's default
+(every expert over all channels, a trip of an expert's average rows); ``tuned``: the
+fastest point of the
+moe space (placement, rows per dispatched trip, experts over channel groups), tiles
+larger than an expert's expected rows left out (they only add padding rows). Skewed
+routing is Zipf (p_j ~ 1/(j+1)^1.2) written as a routing file. Prints a table; ``--plot``
+saves tokens/s per batch; ``--json`` the rows.
+
+    python -m experiments.bench_moe --plot docs/moe.png
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from autosched.api import simulate_model
+from autosched.families.moe import active_path
+from autosched.families.registry import build, family_of, space_of
+from autosched.pipeline import with_attrs
+from search_spaces import Workload
+from sim.errors import AutoschedError
+from sim.system import load_system
+from sim.timing.engine import simulate
+
+MODELS = {  # name -> (config, system, partition)
+    "olmoe-1b-7b": ("experiments/configs/olmoe-1b-7b-0125-instruct.json", "hbm-pim", None),
+    "mixtral-8x7b": ("experiments/configs/mixtral-8x7b-v0.1.json", "hbm-pim-x16", "ep8x1"),
+    "qwen3-30b-a3b": ("experiments/configs/qwen3-30b-a3b.json", "hbm-pim-x16", "ep8x2"),
+}
+VARIANTS = ("host", "naive", "tuned")
+
+
+def parse_key(key: str) -> Workload:
+    """The workload of a key ``op:dims:dtype[:attrs]`` (as ``simulate`` prints it)."""
+    parts = key.split(":")
+    op, dims, dtype = parts[0], parts[1], parts[2]
+    attrs = {}
+    for kv in (parts[3].split(",") if len(parts) > 3 else ()):
+        k, v = kv.split("=", 1)
+        attrs[k] = int(v) if v.lstrip("-").isdigit() else v
+    d = {k: int(v) for k, v in (x.split("=") for x in dims.split(","))}
+    return Workload.make(op, dtype, attrs or None, **d)
+
+
+def skewed_file(e: int, folder: Path) -> str:
+    probs = 1.0 / np.arange(1, e + 1) ** 1.2
+    path = folder / f"zipf{e}.json"
+    path.write_text(json.dumps({"experts": e, "probs": (probs / probs.sum()).tolist()}))
+    return str(path)
+
+
+def node_ns(w: Workload, point: dict, hw) -> float:
+    return simulate(build(w, point, hw).program, hw).latency_ns
+
+
+def search(w: Workload, hw) -> dict[str, tuple[float, dict]]:
+    """(ns, point) of the naive point, the best host point and the best point."""
+    most = int(active_path(w).max())
+    pts = [p for p in space_of(w, hw).enumerate() if p["tile"] <= max(1, 2 * most - 1)
+           or p["tile"] == space_of(w, hw).param("tile").domain.values()[-1]]
+    timed = [(node_ns(w, p, hw), p) for p in pts]
+    fam_default = family_of(w).default(w, hw)
+    host = min((t for t in timed if t[1]["placement"] == "host"), key=lambda t: t[0])
+    return {"naive": (node_ns(w, fam_default, hw), fam_default), "host": host,
+            "tuned": min(timed, key=lambda t: t[0])}
+
+
+def rows_for(model: str, contexts: list[int], batches: list[int], folder: Path) -> list[dict]:
+    cfg, hw_name, part = MODELS[model]
+    hw = load_system(hw_name).device
+    out = []
+    for ctx in contexts:
+        for batch in batches:
+            try:
+                fig = simulate_model(cfg, hw_name, batch=batch, context=ctx,
+                                     partition=part, baseline=False)
+            except AutoschedError as e:
+                out.append({"model": model, "system": hw_name, "context": ctx,
+                            "batch": batch, "error": str(e).splitlines()[0][:80]})
+                print(_line(out[-1]), flush=True)
+                continue
+            moe = next(r for r in fig.ops if r["op"] == "moe")
+            w0, layers = parse_key(moe["workload"]), moe["count"]
+            rest = fig.latency_ns - layers * moe["latency_ns"]
+            for routing in ("uniform", "skewed"):
+                w = w0 if routing == "uniform" else with_attrs(
+                    w0, route=skewed_file(w0.dims["e"], folder))
+                found = search(w, hw)
+                row = {"model": model, "system": hw_name, "partition": fig.partition,
+                       "comm_share": fig.comm_share, "context": ctx, "batch": batch,
+                       "routing": routing, "layers": layers}
+                for v in VARIANTS:
+                    ns, point = found[v]
+                    step = rest + layers * ns
+                    row[v] = {"moe_ns": ns, "step_ns": step, "tokens_per_s": batch / step * 1e9,
+                              "point": point}
+                out.append(row)
+                print(_line(row), flush=True)
+    return out
+
+
+def _line(r: dict) -> str:
+    if "error" in r:
+        return f"{r['model']:<13} {r['context']:>5} {r['batch']:>3}  {r['error']}"
+    cells = "  ".join(f"{r[v]['tokens_per_s']:>9.1f} {r[v]['step_ns'] / 1e3:>9.1f}"
+                      for v in VARIANTS)
+    gain = r["naive"]["step_ns"] / r["tuned"]["step_ns"]
+    t = r["tuned"]["point"]
+    how = f"{t['placement']},tile={t['tile']},{t['split']}{t.get('groups', '')}"
+    return (f"{r['model']:<13} {r['context']:>5} {r['batch']:>3} {r['routing']:<7}  {cells}"
+            f"  {gain:>5.2f}x  {how}")
+
+
+HEADER = (f"{'model':<13} {'ctx':>5} {'b':>3} {'routing':<7}  "
+          + "  ".join(f"{v + ' tok/s':>9} {'us/step':>9}" for v in VARIANTS)
+          + "  tuned/naive  tuned point")
+
+
+def plot(rows: list[dict], path: str) -> None:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    panels = sorted({(r["model"], r["context"]) for r in rows if "error" not in r})
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.5 * len(panels), 3.6), squeeze=False)
+    for ax, (model, ctx) in zip(axes[0], panels, strict=True):
+        for routing, style in (("uniform", "-"), ("skewed", "--")):
+            mine = [r for r in rows if "error" not in r and (r["model"], r["context"],
+                                                             r["routing"]) == (model, ctx, routing)]
+            for v, color in zip(VARIANTS, ("C0", "C1", "C2"), strict=True):
+                pts = [(r["batch"], r[v]["tokens_per_s"]) for r in mine]
+                if pts:
+                    ax.plot(*zip(*pts, strict=True), marker="o", color=color, linestyle=style,
+                            label=f"{v} ({routing})")
+        ax.set(xscale="log", yscale="log", xlabel="batch", ylabel="tokens/s",
+               title=f"{model}, context {ctx}")
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def main(argv: list[str] | None = None) -> list[dict]:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--models", default="olmoe-1b-7b,mixtral-8x7b")
+    ap.add_argument("--contexts", default="1024,4096")
+    ap.add_argument("--batches", default="1,2,4,8,16,32,64")
+    ap.add_argument("--plot", default="")
+    ap.add_argument("--json", default="")
+    args = ap.parse_args(argv)
+    ints = [int(x) for x in args.batches.split(",")]
+    ctxs = [int(x) for x in args.contexts.split(",")]
+    print(HEADER)
+    rows: list[dict] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for model in args.models.split(","):
+            rows += rows_for(model, ctxs, ints, Path(tmp))
+    if args.plot:
+        plot(rows, args.plot)
+    if args.json:
+        Path(args.json).write_text(json.dumps(rows, indent=1, default=str))
+    return rows
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,98 @@
+"""The moe family: every point of its space computes the mixture the reference does and
+is never faster than the bound; the expected path spreads experts over devices and
+groups; a routing file is read or refused; experts split over four devices check
+against ``transformers``."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from autosched.families.moe import MoeFamily, active_path
+from autosched.families.moe.routing import expected_rows, load
+from autosched.families.registry import build, space_of
+from search_spaces import Workload
+from sim.errors import AutoschedError
+from sim.hwio import load_hardware
+from sim.timing.engine import simulate
+
+
+class _Node:
+    def __init__(self, w: Workload) -> None:
+        self.workload = w
+
+
+@pytest.mark.parametrize("hw_name", ["hbm-pim", "aim-gddr6"])
+def test_every_point_matches_the_reference_and_respects_the_bound(hw_name: str) -> None:
+    hw = load_hardware(hw_name)
+    dt = hw.pim.dtype
+    w = Workload.make("moe", dt, {"act": "silu", "norm": 1, "shared": 1}, m=3, n=64, i=32,
+                      e=4, k=2, s=48)
+    rng = np.random.default_rng(0)
+    t = {"head": rng.normal(size=(4 + 1 + 96, 64)) * 0.1, "gate_up": rng.normal(
+        size=(4, 64, 64)) * 0.1, "down": rng.normal(size=(4, 64, 32)) * 0.1,
+         "sdown": rng.normal(size=(64, 48)) * 0.1}
+    t = {k: v.astype(np.float32) for k, v in t.items()}
+    x = rng.normal(size=(3, 64)).astype(np.float32)
+    fam = MoeFamily()
+    ref = fam.reference(_Node(w), {"x": x}, t, None)
+    bound = fam.bound(w, hw)
+    points = list(space_of(w, hw).enumerate())
+    assert {p["placement"] for p in points} == {"pim", "host"}
+    assert any(p["split"] == "groups" for p in points)
+    for point in points:
+        kern = build(w, point, hw)
+        y = kern.run(hw, {**t, "x": x})
+        assert np.abs(y - ref).max() <= 0.02 * np.abs(ref).max(), point
+        assert simulate(kern.program, hw).latency_ns >= bound, point
+
+
+def test_the_expected_path_spreads_and_counts_rows() -> None:
+    uniform = np.full(128, 1 / 128)
+    rows = expected_rows(1, 8, uniform, 4)
+    assert rows.sum() == 8 and all(rows[d * 32:(d + 1) * 32].sum() == 2 for d in range(4))
+    assert expected_rows(64, 2, np.full(8, 1 / 8)).tolist() == [16] * 8
+    skew = np.array([0.7, 0.1, 0.1, 0.1])
+    assert expected_rows(4, 2, skew).tolist() == [4, 2, 1, 1]  # none above m
+    w = Workload.make("moe", "fp16", {"ep": 2}, m=1, n=64, i=32, e=8, k=2, s=1)
+    assert active_path(w)[:4].sum() == 1
+
+
+def test_a_routing_file_is_read_or_refused(tmp_path) -> None:
+    good = tmp_path / "r.json"
+    good.write_text(json.dumps({"experts": 4, "probs": [[0.4, 0.2, 0.2, 0.2],
+                                                        [0.2, 0.4, 0.2, 0.2]]}))
+    assert np.allclose(load(good, 4), [0.3, 0.3, 0.2, 0.2])
+    with pytest.raises(AutoschedError, match="want 8"):
+        load(good, 8)
+    (tmp_path / "bad.json").write_text("{")
+    with pytest.raises(AutoschedError):
+        load(tmp_path / "bad.json", 4)
+
+
+def test_experts_split_over_four_devices_match_transformers(tmp_path, capsys) -> None:
+    from autosched.cli import main
+    from experiments.archs import tiny_checkpoint
+
+    folder = tiny_checkpoint("qwen2_moe", tmp_path / "q")
+    assert main(["run", "--model", str(folder), "--hw", "experiments/configs/aim-gddr6-x4.yaml",
+                 "--partition", "ep4x1", "--check", "--steps", "3", "--db", "none",
+                 "--json"]) == 0
+    rep = json.loads(capsys.readouterr().out)
+    assert rep["passed"] and rep["tokens_match"], rep
+
+
+def test_a_routing_recorded_from_a_checkpoint_run_loads(tmp_path) -> None:
+    from autosched.families.moe.record import record_routing
+    from experiments.archs import tiny_checkpoint
+
+    folder = tiny_checkpoint("olmoe", tmp_path / "o")
+    data = record_routing(folder, list(range(3, 40)), tmp_path / "r.json")
+    assert len(data["probs"]) == 2 and data["experts"] == 8
+    probs = load(tmp_path / "r.json", 8)
+    assert probs.shape == (8,) and abs(probs.sum() - 1) < 1e-9
+    w = Workload.make("moe", "fp16", {"route": str(tmp_path / "r.json")}, m=16, n=64, i=32,
+                      e=8, k=2, s=1)
+    assert active_path(w).sum() == 32
