@@ -28,7 +28,9 @@ def _extra_activation(body: tuple, bpu: int) -> tuple:
             continue
         out.append(node)
         if isinstance(node, WrGb | Loop):
-            out += [Act(0, bpu, aff(0)), Pre(0, bpu)]
+            # the last bank of each unit: the pipelined row walk keeps bank 0's next row
+            # open across a tile's broadcast
+            out += [Act(bpu - 1, bpu, aff(0)), Pre(bpu - 1, bpu)]
     return tuple(out)
 
 
