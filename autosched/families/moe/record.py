@@ -10,6 +10,8 @@ from typing import Any
 
 import numpy as np
 
+from sim.writes import write_atomic
+
 __all__ = ["record_routing"]
 
 
@@ -50,5 +52,5 @@ def record_routing(model: Any, tokens: list[int], path: str | Path, *, seed: int
             h.remove()
     probs = counts / counts.sum(axis=1, keepdims=True)
     data = {"experts": e, "tokens": len(tokens), "probs": probs.tolist()}
-    Path(path).write_text(json.dumps(data))
+    write_atomic(path, json.dumps(data), what="routing file")
     return data

@@ -24,11 +24,14 @@ from pathlib import Path
 import numpy as np
 
 from sim.errors import AutoschedError
+from sim.files import load_json
 from sim.host_ops import register_extern
 
 __all__ = ["combine", "expected_rows", "gather", "load", "register", "route", "spread", "trips"]
 
 Arr = np.ndarray
+# a routing file holds a few probabilities per layer: 4 MB is far beyond any model
+ROUTING_LIMIT = 4 << 20
 
 
 def route(logits: Arr, e: int, k: int, norm: bool) -> Arr:
@@ -158,10 +161,10 @@ def expected_rows(m: int, k: int, probs: Arr, ep: int = 1) -> Arr:
 def load(path: str | Path, e: int) -> Arr:
     """A recorded routing distribution (``{"experts": e, "probs": [...]}`` per layer or
     one list for all): the mean over layers, ``[e]``."""
+    d = load_json(path, limit=ROUTING_LIMIT, what="routing file")
     try:
-        d = json.loads(Path(path).read_text())
-        probs = np.asarray(d["probs"], np.float64)
-    except (OSError, ValueError, KeyError, TypeError) as err:
+        probs = np.asarray(d["probs"], np.float64)  # type: ignore[index]
+    except (ValueError, KeyError, TypeError) as err:
         raise AutoschedError(f"routing file {path}: {err}") from None
     probs = probs.reshape(-1, probs.shape[-1]).mean(axis=0)
     if probs.shape != (e,) or not np.all(probs >= 0) or not math.isclose(probs.sum(), 1.0,
