@@ -7,7 +7,9 @@ read: ``bias`` ``b`` [n]; ``add`` ``r`` [batch, n]; ``silu_mul`` none (output ha
 ``rmsnorm_cat`` ``out_norm_w`` [n] with epsilon ``eps`` (output doubled: the value, then
 its RMS norm); ``rope`` ``cos``, ``sin`` [batch, rope_dim], rotating the first
 ``rope_heads`` heads of ``rope_dim`` columns of each row (q | k of a merged projection);
-``argmax_cat`` none (one more column: each row's argmax, the logits' next token).
+``argmax_cat`` none (one more column: each row's argmax, the logits' next token); an
+activation (``relu``, ``gelu_tanh``, ``gelu_erf``, ``silu``: an ``fc1``'s) none, and its
+gated form ``{act}_mul`` none (output halved, as ``silu_mul``).
 """
 
 from __future__ import annotations
@@ -15,14 +17,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import AutoschedError
-from ..host_ops import EPILOGUES, grown_width
+from ..host_ops import ACTIVATIONS, EPILOGUES, grown_width
 from ..isa import BufRef, HostOp, aff
 from ..program import Buffer
 
 __all__ = ["NO_EPILOGUE", "Epilogue"]
 
-_INPUTS = {"bias": ("b",), "add": ("r",), "silu_mul": (), "rmsnorm_cat": ("out_norm_w",),
-           "rope": ("cos", "sin"), "argmax_cat": ()}
+_INPUTS = {"bias": ("b",), "add": ("r",), "rmsnorm_cat": ("out_norm_w",),
+           "rope": ("cos", "sin"), "argmax_cat": (),
+           **{a: () for a in ACTIVATIONS}, **{f"{a}_mul": () for a in ACTIVATIONS}}
 
 
 @dataclass(frozen=True)

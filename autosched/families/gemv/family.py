@@ -21,7 +21,7 @@ from sim.hardware import Hardware
 from sim.kernels import Kernel
 
 from ..base import Family, Option
-from ..common import head_split, joined, norm_weight, rms_norm, rope_tables, rotate, silu
+from ..common import activate, gated, head_split, joined, norm_weight, rms_norm, rope_tables, rotate
 from . import fit, fusion
 from .attrs import gemv_attrs
 from .bound import gemv_bound, gemv_bound_terms
@@ -108,14 +108,14 @@ class GemvFamily(Family):
         n, epi = workload.dims["n"], workload.attr("epilogue")
         if self.writes_norm(workload):
             return 2 * n
-        return n // 2 if epi == "silu_mul" else n + 1 if epi == "argmax" else n
+        return n // 2 if gated(epi) else n + 1 if epi == "argmax" else n
 
     def output_parts(self, graph: Any, node: Any) -> dict[str, tuple[int, int]]:
         w, width = node.workload, self.output_width(node.workload)
         if node.role == "qkv_proj":
             q, kv = head_split(graph, node)
             return {"q": (0, q), "k": (q, q + kv), "v": (q + kv, q + 2 * kv)}
-        if node.role == "gate_up" and w.attr("epilogue") != "silu_mul":
+        if node.role == "gate_up" and not gated(w.attr("epilogue")):
             return {"gate": (0, width // 2), "up": (width // 2, width)}
         if self.writes_norm(w):
             return {"res": (0, width // 2), "norm": (width // 2, width)}
@@ -166,9 +166,8 @@ class GemvFamily(Family):
         if epi == "add_rmsnorm":
             eps = float(w.attr("out_eps", DEFAULT_EPS))
             z = np.concatenate([z, rms_norm(z, tensors["out_norm_w"], eps)], axis=1)
-        elif epi == "silu_mul":
-            half = z.shape[1] // 2
-            z = silu(z[:, :half]) * z[:, half:]
+        elif gated(epi) or epi in ("relu", "silu", "gelu_tanh", "gelu_erf"):
+            z = activate(epi, z)
         elif epi == "argmax":
             z = np.concatenate([z, np.argmax(z, axis=-1).astype(np.float64)[:, None]], axis=1)
         elif epi == "rope":

@@ -24,9 +24,9 @@ from sim.hardware import Hardware
 from sim.kernels import Kernel
 
 from ..base import Family, Option
-from ..common import head_split, norm_weight, rms_norm, rope_tables, rotate, silu
+from ..common import activate, head_split, norm_weight, rms_norm, rope_tables, rotate
 from .bound import pointwise_bound
-from .kernels import binary, one_host_op, pim_kernel, shapes_of
+from .kernels import binary, fn_attrs, one_host_op, pim_kernel, shapes_of
 
 __all__ = ["BUFFER", "POINTWISE", "POSITIONS", "ArgmaxFamily", "ElementwiseFamily",
            "EmbeddingFamily", "ExternFamily", "RmsNormFamily", "RopeFamily"]
@@ -129,8 +129,19 @@ class RopeFamily(_Pointwise):
         return rotate(ops["x"].reshape(m, h, d), cos, sin).reshape(m, h * d)
 
 
-_FNS = {"add": lambda a, b: a + b, "mul": lambda a, b: a * b, "silu": lambda a, b: silu(a),
-        "silu_mul": lambda a, b: silu(a) * b}
+_FNS = {"add": lambda a, b: a + b, "mul": lambda a, b: a * b}
+
+
+def _elementwise(fn: str, a: Arr, b: Arr | None, w: Workload) -> Arr:
+    """float64 semantics of an elementwise fn."""
+    if fn in _FNS:
+        return _FNS[fn](a, b)
+    if fn == "scale":
+        return a * float(w.attr("alpha"))
+    if fn == "softcap":
+        cap = float(w.attr("cap"))
+        return cap * np.tanh(a / cap)
+    return activate(fn, np.concatenate([a, b], axis=-1) if b is not None else a)
 
 
 class ElementwiseFamily(_Pointwise):
@@ -139,15 +150,15 @@ class ElementwiseFamily(_Pointwise):
     ops: ClassVar[tuple[str, ...]] = ("elementwise",)
 
     def recognisers(self) -> tuple:
-        from .patterns import elementwise
+        from .patterns import activation, elementwise, scale
 
-        return ((70, elementwise),)
+        return ((65, activation), (70, elementwise), (75, scale))
 
     def host(self, workload: Workload, hw: Hardware) -> Kernel:
         m, n = workload.dims["m"], workload.dims["n"]
         names = ("a", "b") if binary(workload) else ("a",)
         return one_host_op("elementwise_host", str(workload.attr("fn")),
-                           [(b, (m, n), (m, n)) for b in names], (m, n))
+                           [(b, (m, n), (m, n)) for b in names], (m, n), fn_attrs(workload))
 
     def operand_names(self, node) -> tuple[str, ...]:
         return ("a", "b") if binary(node.workload) else ("a",)
@@ -157,7 +168,8 @@ class ElementwiseFamily(_Pointwise):
         return (Option(0.0, b, b), Option(0.0, 0.0, b))
 
     def reference(self, node, ops, tensors, env) -> Arr:
-        return _FNS[str(node.workload.attr("fn"))](ops["a"], ops.get("b"))
+        return _elementwise(str(node.workload.attr("fn")), ops["a"], ops.get("b"),
+                            node.workload)
 
 
 class EmbeddingFamily(_Pointwise):

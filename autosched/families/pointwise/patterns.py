@@ -11,22 +11,147 @@ from __future__ import annotations
 import torch
 
 from autosched.frontend.aten import AtenGraph, opname
-from autosched.frontend.match import Kind, Match, numel, rows
+from autosched.frontend.derived import BUFFER, derived
+from autosched.frontend.match import Kind, Match, numel, rows, scalar
 from autosched.frontend.norms import find_norm
 
-__all__ = ["argmax", "elementwise", "embedding", "merge_ropes", "rmsnorm", "rope"]
+__all__ = ["activation", "argmax", "elementwise", "embedding", "merge_ropes", "rmsnorm", "rope",
+           "scale"]
 
 Node = torch.fx.Node
 
 
+def _static_scalar(g: AtenGraph, x: object) -> float | str | None:
+    """A multiplier known before the tokens: a number, or a one-element module buffer
+    (``buffer:`` + its name; Gemma's embedding scale)."""
+    if scalar(x) is not None:
+        return scalar(x)
+    r = g.root(x)
+    ph = g.placeholder(r) if isinstance(r, Node) else None
+    if ph is not None and ph.kind == "buffer" and numel(r) == 1:
+        return BUFFER + ph.target
+    return None
+
+
+def _times_scalar(g: AtenGraph, node: Node) -> tuple[Node, float | str] | None:
+    """(x, c) when ``node`` is ``x * c`` or ``x / c`` (c: :func:`_static_scalar`)."""
+    name = opname(node)
+    if name not in ("mul", "div") or len(node.args) < 2:
+        return None
+    pairs = [(node.args[0], node.args[1])]
+    if name == "mul":
+        pairs.append((node.args[1], node.args[0]))
+    for x, c in pairs:
+        v = _static_scalar(g, c)
+        if isinstance(x, Node) and x in g.active and v is not None and numel(x) == numel(node):
+            if name == "div":
+                if isinstance(v, str) or v == 0:
+                    return None
+                v = 1.0 / v
+            return g.root(x), v
+    return None
+
+
 def embedding(g: AtenGraph, node: Node) -> Match | None:
+    """The lookup, and a multiplier of its rows folded into the table (Gemma, Granite)."""
     if opname(node) != "embedding" or g.param(node.args[0]) is None:
         return None
     table = g.shape(g.root(node.args[0]))
     ids = node.args[1]
-    return Match(Kind.LOOKUP, "embedding", node, [g.root(ids)],
+    name, out, nodes = g.param(node.args[0]), node, {node}
+    users = g.alias_users(node)
+    scaled = _times_scalar(g, users[0]) if len(users) == 1 else None
+    if scaled is not None and scaled[0] is node:
+        name, out = derived(name, scale=scaled[1]), users[0]
+        nodes.add(out)
+    return Match(Kind.LOOKUP, "embedding", out, [g.root(ids)],
                  dict(m=numel(ids), n=table[1], v=table[0]),
-                 params={"table": g.param(node.args[0])}, nodes={node})
+                 params={"table": name}, nodes=nodes)
+
+
+def _arg_op(g: AtenGraph, x: object, name: str) -> Node | None:
+    r = g.root(x)
+    return r if isinstance(r, Node) and opname(r) == name else None
+
+
+def _with_scalar(g: AtenGraph, n: Node | None, name: str, value: float | None = None,
+                 tol: float = 1e-4) -> Node | None:
+    """``x`` when ``n`` is ``x <name> c`` (either order for add/mul) with ``c`` near
+    ``value`` (any scalar when None)."""
+    if n is None or opname(n) != name or len(n.args) < 2:
+        return None
+    pairs = [(n.args[0], n.args[1])] + ([(n.args[1], n.args[0])] if name != "div" else [])
+    for x, c in pairs:
+        v = scalar(c)
+        if isinstance(x, Node) and v is not None and (value is None or abs(v - value) <= tol
+                                                      * max(1.0, abs(value))):
+            return g.root(x)
+    return None
+
+
+def _tanh_gelu(g: AtenGraph, node: Node) -> tuple[Node, set[Node]] | None:
+    """``0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))`` spelled out (Phi's GELU)."""
+    if opname(node) != "mul" or len(node.args) < 2:
+        return None
+    for a, b in ((node.args[0], node.args[1]), (node.args[1], node.args[0])):
+        half, plus = g.root(a), g.root(b)
+        x = _with_scalar(g, half if isinstance(half, Node) else None, "mul", 0.5)
+        th = _with_scalar(g, plus if isinstance(plus, Node) else None, "add", 1.0)
+        if x is None or th is None or opname(th) != "tanh":
+            continue
+        k = _with_scalar(g, _arg_op(g, th.args[0], "mul"), "mul", 0.7978845608028654)
+        if k is None or opname(k) != "add":
+            continue
+        ins = [g.root(v) for v in k.args[:2]]
+        if x not in ins:
+            continue
+        cube = next((v for v in ins if v is not x), None)
+        p = _with_scalar(g, cube, "mul", 0.044715)
+        if p is None or opname(p) != "pow" or g.root(p.args[0]) is not x or \
+                scalar(p.args[1]) != 3.0:
+            continue
+        return x, {node, half, plus, th, g.root(th.args[0]), k, cube, p}
+    return None
+
+
+def activation(g: AtenGraph, node: Node) -> Match | None:
+    """GELU (erf or tanh, the op or spelled out) and ReLU of one activation."""
+    name = opname(node)
+    if name == "gelu":
+        fn = "gelu_tanh" if node.kwargs.get("approximate", "none") == "tanh" else "gelu_erf"
+        x, nodes = g.root(node.args[0]), {node}
+    elif name == "relu":
+        fn, x, nodes = "relu", g.root(node.args[0]), {node}
+    else:
+        found = _tanh_gelu(g, node)
+        if found is None:
+            return None
+        fn, (x, nodes) = "gelu_tanh", found
+    m, n = rows(node)
+    return Match(Kind.POINTWISE, "elementwise", node, [x], dict(m=m, n=n), {"fn": fn},
+                 nodes=nodes)
+
+
+def scale(g: AtenGraph, node: Node) -> Match | None:
+    """``cap * tanh(x / cap)`` (soft-capping), else ``x * c`` or ``x / c`` by a number."""
+    x = _with_scalar(g, node, "mul")
+    th = _arg_op(g, x, "tanh") if x is not None else None
+    if th is not None:
+        cap = next(scalar(c) for c in node.args[:2] if scalar(c) is not None)
+        inner = g.root(th.args[0])
+        y = _with_scalar(g, inner, "div", cap) if isinstance(inner, Node) else None
+        y = y if y is not None else _with_scalar(g, inner, "mul", 1.0 / cap) \
+            if isinstance(inner, Node) and cap else y
+        if y is not None and y in g.active:
+            m, n = rows(node)
+            return Match(Kind.POINTWISE, "elementwise", node, [y], dict(m=m, n=n),
+                         {"fn": "softcap", "cap": cap}, nodes={node, th, inner})
+    found = _times_scalar(g, node)
+    if found is None or isinstance(found[1], str):
+        return None
+    m, n = rows(node)
+    return Match(Kind.POINTWISE, "elementwise", node, [found[0]], dict(m=m, n=n),
+                 {"fn": "scale", "alpha": found[1]}, nodes={node})
 
 
 def argmax(g: AtenGraph, node: Node) -> Match | None:
