@@ -54,8 +54,8 @@ class Weights(abc.ABC):
     def get(self, name: str) -> np.ndarray:
         """Tensor ``name`` as float32 (its tie, or the name its checkpoint stores it under
         when ``transformers`` renames it, found too); a derived name
-        (:mod:`.derived`) is the stored tensor, rounded, then transformed."""
-        from .derived import BUFFER, parse
+        (:mod:`autosched.ir.derived`) is the stored tensor, rounded, then transformed."""
+        from autosched.ir.derived import BUFFER, parse
 
         d = parse(name)
         if d.name != name:

@@ -109,7 +109,7 @@ def square_of(g: AtenGraph, node: object) -> Node | None:
 
 def param_value(g: AtenGraph, x: object) -> str | None:
     """The parameter a value is, or one computed from a parameter and a number (``1 + w``:
-    Gemma's norm scale; ``w * c``) as a derived name (:mod:`.derived`), else None."""
+    Gemma's norm scale; ``w * c``) as a derived name (:mod:`autosched.ir.derived`), else None."""
     p = g.param(x)
     if p is not None:
         return p
@@ -117,7 +117,7 @@ def param_value(g: AtenGraph, x: object) -> str | None:
     if not isinstance(r, Node) or r in g.active or opname(r) not in ("add", "mul") or \
             len(r.args) < 2 or r.kwargs.get("alpha", 1) != 1:
         return None
-    from .derived import derived
+    from autosched.ir.derived import derived
 
     for a, c in ((r.args[0], r.args[1]), (r.args[1], r.args[0])):
         q, v = g.param(a) if isinstance(a, Node) else None, scalar(c)

@@ -11,9 +11,9 @@ from __future__ import annotations
 import torch
 
 from autosched.frontend.aten import AtenGraph, opname
-from autosched.frontend.derived import BUFFER, derived
 from autosched.frontend.match import Kind, Match, numel, rows, scalar
 from autosched.frontend.norms import find_norm
+from autosched.ir.derived import BUFFER, derived
 
 __all__ = ["activation", "argmax", "elementwise", "embedding", "merge_ropes", "rmsnorm", "rope",
            "scale"]
