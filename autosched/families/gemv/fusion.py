@@ -167,8 +167,10 @@ def _rope(st: _State) -> None:
     for r in [n for n in st.nodes if n.workload.op == "rope"]:
         lin = next((n for n in st.nodes if r.inputs == (n.name,)), None)
         d = r.workload.dims
-        if lin is None or lin.role != "qkv_proj":
-            continue  # q and k reach it through other ops (q/k norms, partial rotary)
+        if lin is None or lin.role != "qkv_proj" or r.workload.attr("rot") or \
+                r.workload.attr("pairs"):
+            continue  # q and k reach it through other ops (q/k norms), or a rotary the
+            # epilogue does not compute (partial, neighbouring pairs): the rope stays
         if (lin.workload.attr("epilogue")
                 or _rows(lin.workload) != d["m"] or d["h"] * d["d"] > lin.workload.dims["n"]
                 or not all(u.workload.op == "attention" for u in st.consumers(r.name))):

@@ -15,8 +15,8 @@ from autosched.frontend.match import Kind, Match, numel, rows, scalar
 from autosched.frontend.norms import find_norm
 from autosched.ir.derived import BUFFER, derived
 
-__all__ = ["activation", "argmax", "elementwise", "embedding", "merge_ropes", "rmsnorm", "rope",
-           "scale"]
+__all__ = ["activation", "argmax", "elementwise", "embedding", "merge_ropes", "partial_rope",
+           "rmsnorm", "rope", "scale"]
 
 Node = torch.fx.Node
 
@@ -211,7 +211,57 @@ def _rotate_half_of(g: AtenGraph, node: object) -> Node | None:
     return x
 
 
-def rope(g: AtenGraph, node: Node) -> Match | None:
+def _slice(g: AtenGraph, n: object) -> tuple[Node, int, int, int, int] | None:
+    """(x, dim, start, end, step) of a ``slice`` of x's last dim, else None (x as the
+    slice reads it: compare roots)."""
+    n = g.root(n)
+    if not isinstance(n, Node) or opname(n) != "slice":
+        return None
+    a = list(n.args) + [None] * (5 - len(n.args))
+    x = a[0]
+    rank = len(g.shape(x))
+    dim = (a[1] or 0) % rank
+    if dim != rank - 1:
+        return None
+    size = g.shape(x)[-1]
+    return x, dim, int(a[2] or 0), min(int(size if a[3] is None else a[3]), size), \
+        int(a[4] or 1)
+
+
+def _rotate_pairs_of(g: AtenGraph, node: object) -> tuple[Node, set[Node]] | None:
+    """x when ``node`` is ``stack((-x[..., 1::2], x[..., ::2]), -1).flatten(-2)`` (rotary of
+    neighbouring pairs: Cohere, GLM)."""
+    fl = g.root(node)
+    if not isinstance(fl, Node) or opname(fl) != "flatten":
+        return None
+    st = g.root(fl.args[0])
+    if not isinstance(st, Node) or opname(st) != "stack" or len(st.args[0]) != 2:
+        return None
+    neg, even = (g.root(a) for a in st.args[0])
+    if opname(neg) != "neg":
+        return None
+    odd = g.root(neg.args[0])
+    e, o = _slice(g, even), _slice(g, odd)
+    if e is None or o is None or g.root(e[0]) is not g.root(o[0]) or \
+            (e[2], e[4], o[2], o[4]) != (0, 2, 1, 2):
+        return None
+    return g.root(e[0]), {fl, st, neg, odd, even}
+
+
+def _rotated(g: AtenGraph, r: object) -> tuple[Node, str, set[Node]] | None:
+    """(x, pairs, nodes) when ``r`` is x rotated: ``half`` (rotate-half) or
+    ``interleaved`` (neighbouring pairs)."""
+    x = _rotate_half_of(g, r)
+    if x is not None:
+        cat = g.root(r)
+        neg = g.root(cat.args[0][0])
+        return x, "half", {cat, neg, g.root(neg.args[0]), g.root(cat.args[0][1])}
+    found = _rotate_pairs_of(g, r)
+    return (found[0], "interleaved", found[1]) if found is not None else None
+
+
+def _rope_core(g: AtenGraph, node: Node) -> tuple[Node, Node, Node, str, set[Node]] | None:
+    """(x as the op reads it, cos, sin, pairs, nodes) of ``x * cos + rot(x) * sin``."""
     if opname(node) != "add" or len(node.args) < 2:
         return None
     muls = [g.root(a) for a in node.args[:2]]
@@ -225,19 +275,65 @@ def rope(g: AtenGraph, node: Node) -> Match | None:
             return None
         terms.append((act, tab, p))
     for (x, cos, p1), (r, sin, p2) in (terms, terms[::-1]):
-        if _rotate_half_of(g, r) is g.root(x):
-            cat = g.root(r)
-            neg = g.root(cat.args[0][0])
-            claimed = {node, p1, p2, cat, neg, g.root(neg.args[0]), g.root(cat.args[0][1])}
-            shape = g.shape(x)  # [b, heads, s, d] or [b, s, heads, d]: rows of b * s
-            d = shape[-1]  # tokens, ``heads`` each; the tables broadcast over the heads
-            tab = g.shape(cos) if len(g.shape(cos)) == len(shape) else ()
-            heads = next((shape[i] for i in (1, 2) if len(shape) == 4 and tab
-                          and tab[i] == 1), 1)
-            return Match(Kind.ROTARY, "rope", node, [g.root(x)],
-                         dict(m=numel(x) // (d * heads), h=heads, d=d),
-                         nodes=claimed, extra={"cos": cos, "sin": sin, "x": x})
+        found = _rotated(g, r)
+        if found is not None and found[0] is g.root(x):
+            return x, cos, sin, found[1], {node, p1, p2} | found[2]
     return None
+
+
+def _rope_match(g: AtenGraph, out: Node, x: Node, core: tuple, d: int, rot: int,
+                nodes: set[Node]) -> Match:
+    _, cos, sin, pairs, _ = core
+    shape = g.shape(x)  # [b, heads, s, d] or [b, s, heads, d]: rows of b * s
+    tab = g.shape(cos) if len(g.shape(cos)) == len(shape) else ()  # tokens, ``heads``
+    heads = next((shape[i] for i in (1, 2) if len(shape) == 4 and tab  # each; the tables
+                  and tab[i] == 1), 1)  # broadcast over the heads
+    attrs: dict = {}
+    if rot < d:
+        attrs["rot"] = rot
+    if pairs != "half":
+        attrs["pairs"] = pairs
+    params: dict[str, str] = {}
+    if attrs:  # the tables as the model computes them from buffers and positions
+        from .fallback import table_fn
+
+        attrs["tables"], leaves = table_fn(g, cos, sin)
+        params = {f"t{i}": name for i, name in enumerate(leaves)}
+    return Match(Kind.ROTARY, "rope", out, [g.root(x)],
+                 dict(m=numel(x) // (shape[-1] * heads), h=heads, d=d), attrs, params,
+                 nodes=nodes, extra={"cos": cos, "sin": sin, "x": x})
+
+
+def rope(g: AtenGraph, node: Node) -> Match | None:
+    """``x * cos + rot(x) * sin`` over whole heads (rotate-half or neighbouring pairs)."""
+    core = _rope_core(g, node)
+    if core is None:
+        return None
+    d = g.shape(core[0])[-1]
+    return _rope_match(g, node, core[0], core, d, d, core[4])
+
+
+def partial_rope(g: AtenGraph, node: Node) -> Match | None:
+    """``cat(rope(x[..., :r]), x[..., r:])``: the first ``r`` columns of each head rotate
+    (Phi, StableLM, GPT-NeoX, GLM)."""
+    if opname(node) != "cat" or len(node.args[0]) != 2:
+        return None
+    dim = node.args[1] if len(node.args) > 1 else node.kwargs.get("dim", 0)
+    if dim % len(g.shape(node)) != len(g.shape(node)) - 1:
+        return None
+    a, b = (g.root(p) for p in node.args[0])
+    core = _rope_core(g, a) if isinstance(a, Node) else None
+    if core is None:
+        return None
+    head, rest = _slice(g, core[0]), _slice(g, b)
+    if head is None or rest is None or g.root(head[0]) is not g.root(rest[0]) or head[2] != 0 or \
+            head[4] != 1 or rest[4] != 1 or rest[2] != head[3]:
+        return None
+    x, d, r = head[0], g.shape(head[0])[-1], head[3]
+    if rest[3] != d:
+        return None
+    nodes = core[4] | {node, g.root(core[0]), b}
+    return _rope_match(g, node, x, core, d, r, nodes)
 
 
 def rmsnorm(g: AtenGraph, node: Node) -> Match | None:
@@ -264,8 +360,10 @@ def merge_ropes(g: AtenGraph, matches: list[Match]) -> list[Match]:
         d = rq.dims["d"]
         heads = rq.dims["h"] + rk.dims["h"]
         later = max(rq, rk, key=lambda m: order[m.out])
+        if rq.attrs != rk.attrs or rq.dims["d"] != rk.dims["d"]:
+            continue
         merged = Match(Kind.ROTARY, "rope", later.out, [rq.ins[0], rk.ins[0]],
-                       dict(m=n_rows, h=heads, d=d),
+                       dict(m=n_rows, h=heads, d=d), dict(rq.attrs), dict(rq.params),
                        nodes=rq.nodes | rk.nodes,
                        extra={**rq.extra, "q_out": rq.out, "k_out": rk.out,
                               "q_x": rq.extra["x"], "k_x": rk.extra["x"]})
