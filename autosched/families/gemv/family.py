@@ -65,8 +65,9 @@ class GemvFamily(Family):
 
     def recognisers(self) -> tuple:
         from .pattern import linear
+        from .split import packed
 
-        return ((40, linear),)
+        return ((39, packed), (40, linear))
 
     def side_point(self, workload: Workload, hw: Hardware, side: str) -> dict | None:
         try:

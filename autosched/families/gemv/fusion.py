@@ -121,7 +121,7 @@ def _silu_mul(st: _State) -> None:
         if act is None:
             continue  # an activation run on the host: no epilogue computes it
         mul = next((u for u in users if u.role == "ffn_mul"
-                    and u.inputs == (act.name, g.name)), None)
+                    and sorted(u.inputs) == sorted((act.name, g.name))), None)
         if mul is None or len(users) != 2 or st.consumers(act.name) != [mul]:
             raise FusionError(f"{g.name}: silu_mul_epilogue needs exactly act(gate) * up "
                               f"after it, found consumers {[u.name for u in users]}")

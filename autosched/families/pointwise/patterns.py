@@ -167,6 +167,8 @@ def argmax(g: AtenGraph, node: Node) -> Match | None:
 
 def elementwise(g: AtenGraph, node: Node) -> Match | None:
     name, ins = opname(node), node.args
+    if name == "add_" and isinstance(ins[0], Node) and g.users[ins[0]] == [node]:
+        name = "add"  # in place into a value nothing else reads (Falcon's parallel sum)
     if name not in ("silu", "add", "mul"):
         return None
     m, n = rows(node)
