@@ -25,6 +25,7 @@ EXPECTED = {  # file stem: (model_type, layers, heads, kv_heads, head_dim, windo
     "open-llama-3b": ("llama", 26, 32, 32, 100, 0, None),
     "qwen3-0.6b": ("qwen3", 28, 16, 8, 128, 0, None),
     "gemma-2-2b-it": ("gemma2", 26, 8, 4, 256, 4096, None),
+    "phi-2": ("phi", 32, 32, 32, 80, 0, None),
 }
 
 
