@@ -8,7 +8,8 @@ Any op may carry an epilogue, attr ``epi``: comma-separated stages from
 :data:`EPILOGUES` applied to its result in the same dispatch (``bias``, ``add`` and
 ``rmsnorm_cat`` add one more input each (``rope`` two), listed after the op's own inputs
 in stage order; an activation of :data:`ACTIVATIONS` (``silu``, ``relu``, ``gelu_tanh``,
-``gelu_erf``) applies it to every element; ``{act}_mul`` gates the first half of the
+``gelu_erf``) applies it to every element; ``rmsnorm`` (one input ``w``, attr
+``post_eps``) normalises the value in place (a post-norm); ``{act}_mul`` gates the first half of the
 last axis with the second (``act(gate) * up``), halving it; ``rmsnorm_cat`` appends
 the value's RMS norm (attr ``eps``) times its input ``w``, doubling the last axis: the
 residual and the next layer's normalised input at once; ``rope`` reads ``cos`` and
@@ -308,7 +309,7 @@ HOST_OPS: dict[str, HostOpSpec] = {
 EPILOGUES: dict[str, tuple[int, float]] = {
     "bias": (1, 1.0), "add": (1, 1.0), "silu_mul": (0, 3.0), "rmsnorm_cat": (1, 4.0),
     "rope": (2, 3.0), "argmax_cat": (0, 1.0),
-    **{a: (0, f) for a, f in _ACT_FLOPS.items()},
+    "rmsnorm": (1, 4.0), **{a: (0, f) for a, f in _ACT_FLOPS.items()},
     **{f"{a}_mul": (0, (f + 1) / 2) for a, f in _ACT_FLOPS.items() if a != "silu"}}
 
 
@@ -370,6 +371,10 @@ def _epilogue(op: HostOp, x: Arr, extra: list[Arr]) -> Arr:
             x = ACTIVATIONS[st[:-4]](x[..., :h]) * x[..., h:]
         elif st in ACTIVATIONS:
             x = ACTIVATIONS[st](x)
+        elif st == "rmsnorm":  # a post-norm: the value normalised in place (attr post_eps)
+            eps = float(op.attr("post_eps", 1e-5))
+            w = next(it).reshape(-1)
+            x = x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps) * w
         elif st == "add":  # one value per element
             x = x + next(it).reshape(x.shape)
         elif st == "rmsnorm_cat":

@@ -41,11 +41,11 @@ def test_no_op_is_left_on_the_host(tmp_path, arch: str) -> None:
     assert not [n.name for n in g.nodes if n.workload.op == "extern"]
 
 
-@pytest.mark.parametrize("arch", ["gemma", "granite", "gpt_neox"])
+@pytest.mark.parametrize("arch", ["gemma2", "granite", "gpt_neox"])
 def test_fused_epilogues_match_generate(tmp_path, arch: str) -> None:
-    """Gated tanh-GELU (Gemma), multipliers folded into the weights (Granite), packed
-    per-head qkv merged back and fc1's GELU after its bias (GPT-NeoX), under the full
-    fusion plan."""
+    """Gated tanh-GELU and post-norms in the residual epilogue (Gemma 2), multipliers
+    folded into the weights (Granite), packed per-head qkv merged back and fc1's GELU
+    after its bias (GPT-NeoX), under the full fusion plan."""
     from autosched.api import run_check
     from search_spaces.fusion import FULL_FUSION
 

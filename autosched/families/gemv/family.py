@@ -23,7 +23,7 @@ from sim.kernels import Kernel
 from ..base import Family, Option
 from ..common import activate, gated, head_split, joined, norm_weight, rms_norm, rope_tables, rotate
 from . import fit, fusion
-from .attrs import gemv_attrs
+from .attrs import RESIDUAL_EPILOGUES, gemv_attrs
 from .bound import gemv_bound, gemv_bound_terms
 from .lowering import gemv_kernel
 from .resident import pin_layout
@@ -103,7 +103,7 @@ class GemvFamily(Family):
     # ---- graph ---------------------------------------------------------------------
     def writes_norm(self, workload: Workload) -> bool:
         """Its output is the residual sum, then that sum's RMS norm (``add_rmsnorm``)."""
-        return workload.attr("epilogue") == "add_rmsnorm"
+        return workload.attr("epilogue") in ("add_rmsnorm", "norm_add_rmsnorm")
 
     def output_width(self, workload: Workload) -> int:
         n, epi = workload.dims["n"], workload.attr("epilogue")
@@ -125,7 +125,7 @@ class GemvFamily(Family):
         return super().output_parts(graph, node)
 
     def operand_names(self, node: Any) -> tuple[str, ...]:
-        return ("x", "r") if node.workload.attr("epilogue") in ("add", "add_rmsnorm") \
+        return ("x", "r") if node.workload.attr("epilogue") in RESIDUAL_EPILOGUES \
             else ("x",)
 
     def fuse(self, graph: Any, plan: dict) -> Any:
@@ -152,6 +152,8 @@ class GemvFamily(Family):
                                                  int(w.attr("rope_d")))
         if self.writes_norm(w):
             out["out_norm_w"] = norm_weight(source, node, "out_norm_w", w.dims["n"])
+        if str(w.attr("epilogue")).startswith("norm_add"):
+            out["post_norm_w"] = norm_weight(source, node, "post_norm_w", w.dims["n"])
         return out
 
     def reference(self, node, ops, tensors, env) -> Arr:
@@ -162,9 +164,11 @@ class GemvFamily(Family):
         if w.attr("bias", 0):
             z = z + tensors["b"]
         epi = w.attr("epilogue")
-        if epi in ("add", "add_rmsnorm"):
+        if str(epi).startswith("norm_add"):
+            z = rms_norm(z, tensors["post_norm_w"], float(w.attr("post_eps", DEFAULT_EPS)))
+        if epi in RESIDUAL_EPILOGUES:
             z = z + ops["r"]
-        if epi == "add_rmsnorm":
+        if self.writes_norm(w):
             eps = float(w.attr("out_eps", DEFAULT_EPS))
             z = np.concatenate([z, rms_norm(z, tensors["out_norm_w"], eps)], axis=1)
         elif gated(epi) or epi in ("relu", "silu", "gelu_tanh", "gelu_erf"):

@@ -14,7 +14,9 @@ Beyond the plan's names: ``silu_mul_epilogue`` gates ``gate_up`` by whichever ac
 the MLP uses (``{act}_mul``: SiLU, GELU, ReLU) and gives a non-gated ``fc1`` its
 activation as its epilogue (after its bias); ``residual_epilogue`` first folds a constant
 scale of a linear's output (Granite's residual and logit multipliers, Cohere's logit
-scale) into its weights (``W`` and ``b`` named ``name@s=c``: :mod:`autosched.ir.derived`).
+scale) into its weights (``W`` and ``b`` named ``name@s=c``: :mod:`autosched.ir.derived`),
+and takes a post-norm between the linear and the add (Gemma 2/3, OLMo 2) into the same
+epilogue (``norm_add``, ``norm_add_rmsnorm``: constant ``post_norm_w``, attr ``post_eps``).
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ class _State:
     norm: dict[str, str]  # node with a prologue -> the norm node it absorbed
     out_norm: dict[str, str] = dataclasses.field(default_factory=dict)  # same, epilogue
     scale: dict[str, float] = dataclasses.field(default_factory=dict)  # linear -> its W scale
+    post_norm: dict[str, str] = dataclasses.field(default_factory=dict)  # its post-norm
 
     def consumers(self, name: str) -> list[OpNode]:
         return [n for n in self.nodes if name in n.inputs]
@@ -187,25 +190,51 @@ def _rope(st: _State) -> None:
         st.rewire({r.name: lin.name})
 
 
+def _post_norm(st: _State, lin: OpNode) -> OpNode | None:
+    """The post-norm read only by one add that ``lin`` alone feeds (Gemma 2/3, OLMo 2)."""
+    users = st.consumers(lin.name)
+    post = users[0] if len(users) == 1 else None
+    if post is None or post.workload.op != "rmsnorm" or not post.role.endswith("post_norm") \
+            or _rows(post.workload) != _rows(lin.workload):
+        return None
+    after = st.consumers(post.name)
+    return post if len(after) == 1 and after[0].workload.op == "elementwise" and \
+        after[0].workload.attr("fn") == "add" else None
+
+
 def _residual(st: _State) -> None:
     for lin in [n for n in st.nodes if n.role in ("o_proj", "ffn_down")]:
+        post = _post_norm(st, lin) if not lin.workload.attr("epilogue") else None
+        if post is not None:  # the post-norm first, in the same epilogue
+            st.post_norm[lin.name] = post.name
+            params = dict(lin.params)
+            if post.param("w"):
+                params["post_norm_w"] = post.param("w")
+            eps = float(post.workload.attr("eps", DEFAULT_EPS))
+            lin2 = dataclasses.replace(lin, workload=_with(lin.workload, post_eps=eps),
+                                       params=tuple(sorted(params.items())))
+            st.swap(lin, lin2)
+            st.swap(post, None)
+            st.rewire({post.name: lin.name})
+            lin = lin2
         users = st.consumers(lin.name)
         add = users[0] if len(users) == 1 else None
         if add is None or add.workload.op != "elementwise" or add.workload.attr("fn") != "add":
-            continue  # a post-norm or a scale between it and the residual add
+            continue  # a scale between it and the residual add
         if (len(add.inputs) != 2 or lin.workload.attr("epilogue")
                 or _rows(add.workload) != _rows(lin.workload)):
             raise FusionError(f"{lin.name}: residual_epilogue needs one residual add "
                               f"consuming it, found {[u.name for u in users]}")
         res = next(i for i in add.inputs if i != lin.name)
+        epi = "norm_add" if lin.name in st.post_norm else "add"
         st.swap(lin, None)
-        st.swap(add, dataclasses.replace(lin, workload=_with(lin.workload, epilogue="add"),
+        st.swap(add, dataclasses.replace(lin, workload=_with(lin.workload, epilogue=epi),
                                          inputs=(lin.inputs[0], res)))
         st.rewire({add.name: lin.name})
 
 
 def _norm_epilogue(st: _State) -> None:
-    for lin in [n for n in st.nodes if n.workload.attr("epilogue") == "add"
+    for lin in [n for n in st.nodes if n.workload.attr("epilogue") in ("add", "norm_add")
                 or (n.workload.op == "embedding" and not n.workload.attr("epilogue"))]:
         users = st.consumers(lin.name)
         norms = [u for u in users if u.workload.op == "rmsnorm"]
@@ -216,7 +245,8 @@ def _norm_epilogue(st: _State) -> None:
         others = [u for u in users if u is not r]
         if not readers or not all(u.workload.op in _LINEAR and u.inputs[0] == r.name
                                   and r.name not in u.inputs[1:] for u in readers) \
-                or not all(u.workload.op in _LINEAR and u.workload.attr("epilogue") == "add"
+                or not all(u.workload.op in _LINEAR
+                           and u.workload.attr("epilogue") in ("add", "norm_add")
                            and u.inputs[1:] == (lin.name,) and u.inputs[0] != lin.name
                            for u in others):
             continue  # the sum must reach linears' x only through the norm, others' r only
@@ -225,7 +255,8 @@ def _norm_epilogue(st: _State) -> None:
         if r.param("w"):
             params["out_norm_w"] = r.param("w")
         st.out_norm[lin.name] = r.name
-        epi = "rmsnorm" if lin.workload.op == "embedding" else "add_rmsnorm"
+        epi = "rmsnorm" if lin.workload.op == "embedding" else \
+            f"{lin.workload.attr('epilogue')}_rmsnorm"
         st.swap(lin, dataclasses.replace(
             lin, workload=_with(lin.workload, epilogue=epi, out_eps=eps),
             params=tuple(sorted(params.items()))))
@@ -310,6 +341,8 @@ def fuse_weights(graph: OpGraph, plan: dict,
             t["norm_w"] = weights[st.norm[n.name]]["w"]
         if n.name in st.out_norm:
             t["out_norm_w"] = weights[st.out_norm[n.name]]["w"]
+        if n.name in st.post_norm:
+            t["post_norm_w"] = weights[st.post_norm[n.name]]["w"]
         if t:
             out[n.name] = t
     return out
