@@ -7,10 +7,13 @@ bytes / bandwidth)``; the functional executor calls ``run``. Arithmetic is float
 Any op may carry an epilogue, attr ``epi``: comma-separated stages from
 :data:`EPILOGUES` applied to its result in the same dispatch (``bias``, ``add`` and
 ``rmsnorm_cat`` add one more input each (``rope`` two), listed after the op's own inputs
-in stage order; ``silu_mul`` gates the first half of the last axis with the second,
-halving it; ``rmsnorm_cat`` appends the value's RMS norm (attr ``eps``) times its input
-``w``, doubling the last axis: the residual and the next layer's normalised input at
-once; ``rope`` reads ``cos`` and ``sin`` [rows, d] and rotates the first attr
+in stage order; an activation of :data:`ACTIVATIONS` (``silu``, ``relu``, ``gelu_tanh``,
+``gelu_erf``) applies it to every element; ``rmsnorm`` (one input ``w``, attr
+``post_eps``) normalises the value in place (a post-norm); ``{act}_mul`` gates the first half of the
+last axis with the second (``act(gate) * up``), halving it; ``rmsnorm_cat`` appends
+the value's RMS norm (attr ``eps``) times its input ``w``, doubling the last axis: the
+residual and the next layer's normalised input at once; ``rope`` reads ``cos`` and
+``sin`` [rows, d] and rotates the first attr
 ``rope_heads`` heads of ``d`` columns of each row; ``argmax_cat`` appends each row's
 argmax as one more column: the logits and the next token at once).
 """
@@ -26,7 +29,7 @@ from .errors import ProgramError
 from .hardware import DTYPE_BYTES
 from .isa import HostOp
 
-__all__ = ["EPILOGUES", "HOST_OPS", "HostOpSpec", "arity", "cost", "grown_width",
+__all__ = ["ACTIVATIONS", "EPILOGUES", "HOST_OPS", "HostOpSpec", "arity", "cost", "grown_width",
            "register_extern", "run"]
 
 Arr = np.ndarray
@@ -40,16 +43,48 @@ def _gelu(x: Arr) -> Arr:
     return 0.5 * x * (1.0 + np.tanh(0.7978845608028654 * (x + 0.044715 * x**3)))
 
 
+def _erf(x: Arr) -> Arr:
+    """erf to float32 accuracy (Abramowitz and Stegun 7.1.26 is not enough; this is the
+    complementary-error Chebyshev fit of Numerical Recipes, |error| < 1.2e-7)."""
+    z = np.abs(x)
+    t = 1.0 / (1.0 + 0.5 * z)
+    poly = -z * z - 1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (
+        0.09678418 + t * (-0.18628806 + t * (0.27886807 + t * (-1.13520398 + t * (
+            1.48851587 + t * (-0.82215223 + t * 0.17087277))))))))
+    return np.sign(x) * (1.0 - t * np.exp(poly))
+
+
+def _gelu_erf(x: Arr) -> Arr:
+    return 0.5 * x * (1.0 + _erf(x * 0.7071067811865476))
+
+
+# element-wise activations by name: host ops, epilogue stages, ``{name}_mul`` gating
+ACTIVATIONS: dict[str, Callable[[Arr], Arr]] = {
+    "silu": _silu, "relu": lambda x: np.maximum(x, 0), "gelu_tanh": _gelu,
+    "gelu_erf": _gelu_erf}
+# FLOPs per element of each activation
+_ACT_FLOPS = {"silu": 5.0, "relu": 1.0, "gelu_tanh": 8.0, "gelu_erf": 10.0}
+
+
+def _softcap(op: HostOp, x: Arr) -> Arr:
+    cap = float(op.attr("cap"))
+    return cap * np.tanh(x / cap)
+
+
 def _rmsnorm(op: HostOp, x: Arr, w: Arr) -> Arr:
     eps = float(op.attr("eps", 1e-5))
     return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps) * w
 
 
 def _layernorm(op: HostOp, x: Arr, w: Arr, b: Arr) -> Arr:
+    """LayerNorm over the last axis; ``w`` and ``b`` of ``heads * n`` values (attr
+    ``heads``, default 1) give row ``r`` the scale and shift of head ``r % heads``."""
     eps = float(op.attr("eps", 1e-5))
     mu = np.mean(x, axis=-1, keepdims=True)
     var = np.mean((x - mu) ** 2, axis=-1, keepdims=True)
-    return (x - mu) / np.sqrt(var + eps) * w + b
+    heads, n = int(op.attr("heads", 1)), x.shape[-1]
+    y = ((x - mu) / np.sqrt(var + eps)).reshape(-1, heads, n)
+    return (y * w.reshape(heads, n) + b.reshape(heads, n)).reshape(x.shape)
 
 
 def _softmax(op: HostOp, x: Arr) -> Arr:
@@ -93,10 +128,16 @@ def _masked_softmax(op: HostOp, x: Arr) -> Arr:
 
 
 def _rope(op: HostOp, x: Arr, cos: Arr, sin: Arr) -> Arr:
-    """Rotate-half rotary embedding; x is [..., head_dim], cos/sin are [head_dim]."""
-    h = x.shape[-1] // 2
-    rot = np.concatenate([-x[..., h:], x[..., :h]], axis=-1)
-    return x * cos + rot * sin
+    """Rotary embedding of x [..., head_dim] by cos/sin [..., r]: the first ``r`` columns
+    of each head rotate (partial rotary), the rest pass; pairs are the two halves of those
+    columns (rotate-half), or neighbours ``2i, 2i+1`` with attr ``pairs="interleaved"``."""
+    r = cos.shape[-1]
+    head, rest = x[..., :r], x[..., r:]
+    if str(op.attr("pairs", "half")) == "interleaved":
+        rot = np.stack([-head[..., 1::2], head[..., 0::2]], axis=-1).reshape(head.shape)
+    else:
+        rot = np.concatenate([-head[..., r // 2:], head[..., : r // 2]], axis=-1)
+    return np.concatenate([head * cos + rot * sin, rest], axis=-1)
 
 
 def _pad_cols(op: HostOp, x: Arr) -> Arr:
@@ -205,14 +246,14 @@ def _width(op: HostOp) -> int:
     ``argmax_cat`` (one more column), ``rmsnorm_cat`` (doubles) and ``silu_mul`` (halves)."""
     w, stages = op.outs[0].shape[-1], _stages(op)
     for st in reversed(stages):
-        w = w * 2 if st == "silu_mul" else w // 2 if st == "rmsnorm_cat" \
+        w = w * 2 if st.endswith("_mul") else w // 2 if st == "rmsnorm_cat" \
             else w - 1 if st == "argmax_cat" else w
     return w
 
 
 def grown_width(st: str, w: int) -> int:
     """Width of a value after epilogue stage ``st`` (``w`` before it)."""
-    return w // 2 if st == "silu_mul" else 2 * w if st == "rmsnorm_cat" \
+    return w // 2 if st.endswith("_mul") else 2 * w if st == "rmsnorm_cat" \
         else w + 1 if st == "argmax_cat" else w
 
 
@@ -242,6 +283,12 @@ HOST_OPS: dict[str, HostOpSpec] = {
     "silu": HostOpSpec(1, lambda op, x: _silu(x), _per_out(5)),
     "gelu": HostOpSpec(1, lambda op, x: _gelu(x), _per_out(8)),
     "silu_mul": HostOpSpec(2, lambda op, a, b: _silu(a) * b, _per_out(6)),
+    "gelu_tanh": HostOpSpec(1, lambda op, x: _gelu(x), _per_out(8)),
+    "gelu_erf": HostOpSpec(1, lambda op, x: _gelu_erf(x), _per_out(10)),
+    "gelu_tanh_mul": HostOpSpec(2, lambda op, a, b: _gelu(a) * b, _per_out(9)),
+    "gelu_erf_mul": HostOpSpec(2, lambda op, a, b: _gelu_erf(a) * b, _per_out(11)),
+    "relu_mul": HostOpSpec(2, lambda op, a, b: np.maximum(a, 0) * b, _per_out(2)),
+    "softcap": HostOpSpec(1, _softcap, _per_out(6)),
     "rmsnorm": HostOpSpec(2, _rmsnorm, _per_out(4)),
     "layernorm": HostOpSpec(3, _layernorm, _per_out(8)),
     "softmax": HostOpSpec(1, _softmax, _per_out(5)),
@@ -259,9 +306,11 @@ HOST_OPS: dict[str, HostOpSpec] = {
 
 
 # epilogue stage -> (extra inputs, FLOPs per element of the value it is applied to)
-EPILOGUES: dict[str, tuple[int, float]] = {"bias": (1, 1.0), "add": (1, 1.0),
-                                           "silu_mul": (0, 3.0), "rmsnorm_cat": (1, 4.0),
-                                           "rope": (2, 3.0), "argmax_cat": (0, 1.0)}
+EPILOGUES: dict[str, tuple[int, float]] = {
+    "bias": (1, 1.0), "add": (1, 1.0), "silu_mul": (0, 3.0), "rmsnorm_cat": (1, 4.0),
+    "rope": (2, 3.0), "argmax_cat": (0, 1.0),
+    "rmsnorm": (1, 4.0), **{a: (0, f) for a, f in _ACT_FLOPS.items()},
+    **{f"{a}_mul": (0, (f + 1) / 2) for a, f in _ACT_FLOPS.items() if a != "silu"}}
 
 
 def _stages(op: HostOp) -> list[str]:
@@ -317,9 +366,15 @@ def _rope_cols(x: Arr, cos: Arr, sin: Arr, heads: int) -> Arr:
 def _epilogue(op: HostOp, x: Arr, extra: list[Arr]) -> Arr:
     it = iter(extra)
     for st in _stages(op):
-        if st == "silu_mul":
+        if st.endswith("_mul"):  # act(gate) * up
             h = x.shape[-1] // 2
-            x = _silu(x[..., :h]) * x[..., h:]
+            x = ACTIVATIONS[st[:-4]](x[..., :h]) * x[..., h:]
+        elif st in ACTIVATIONS:
+            x = ACTIVATIONS[st](x)
+        elif st == "rmsnorm":  # a post-norm: the value normalised in place (attr post_eps)
+            eps = float(op.attr("post_eps", 1e-5))
+            w = next(it).reshape(-1)
+            x = x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps) * w
         elif st == "add":  # one value per element
             x = x + next(it).reshape(x.shape)
         elif st == "rmsnorm_cat":

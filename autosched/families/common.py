@@ -15,7 +15,8 @@ import numpy as np
 from autosched.ir.errors import FusionError
 from sim.errors import AutoschedError
 
-__all__ = ["head_split", "joined", "norm_weight", "rms_norm", "rotate", "rope_tables", "silu"]
+__all__ = ["activate", "gated", "head_split", "joined", "norm_weight", "rms_norm", "rotate",
+           "rope_tables", "silu"]
 
 Arr = np.ndarray
 
@@ -63,6 +64,23 @@ def head_split(graph: Any, node: Any) -> tuple[int, int]:
                           "the head split of its q | k | v columns")
     d = att[0].workload.dims
     return d["h"] * d["d"], d["kvh"] * d["d"]
+
+
+def gated(fn: object) -> bool:
+    """Whether an activation name is the gated ``{act}_mul`` (``act(gate) * up``)."""
+    from sim.host_ops import ACTIVATIONS
+
+    return isinstance(fn, str) and fn.endswith("_mul") and fn[:-4] in ACTIVATIONS
+
+
+def activate(fn: str, z: Arr) -> Arr:
+    """``fn`` of ``z``: an activation, or ``{act}_mul`` of ``z`` = gate | up (halved)."""
+    from sim.host_ops import ACTIVATIONS
+
+    if gated(fn):
+        half = z.shape[-1] // 2
+        return ACTIVATIONS[fn[:-4]](z[..., :half]) * z[..., half:]
+    return ACTIVATIONS[fn](z)
 
 
 def silu(x: Arr) -> Arr:

@@ -53,7 +53,17 @@ class Weights(abc.ABC):
 
     def get(self, name: str) -> np.ndarray:
         """Tensor ``name`` as float32 (its tie, or the name its checkpoint stores it under
-        when ``transformers`` renames it, found too)."""
+        when ``transformers`` renames it, found too); a derived name
+        (:mod:`autosched.ir.derived`) is the stored tensor, rounded, then transformed."""
+        from autosched.ir.derived import BUFFER, parse
+
+        d = parse(name)
+        if d.name != name:
+            scale = d.scale
+            if isinstance(scale, str):
+                path, _, attr = scale[len(BUFFER):].rpartition(".")
+                scale = float(self.module(path).get_buffer(attr).float().reshape(-1)[0])
+            return d.apply(self.get(d.name), scale)
         t = self.tensor(name)
         if t is None and name in self.ties:
             t = self.tensor(self.ties[name])

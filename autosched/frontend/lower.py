@@ -1,5 +1,6 @@
 """ATen graph -> operator matches: every family's recognisers claim their nodes (in their
-order), an op left over joins the family that absorbs it (a cache write its attention)
+order; a recogniser may return several matches claimed together), an op left over joins
+the family that absorbs it (a cache write its attention)
 or runs on the host as the model computes it (the family that claims leftovers), and
 each family makes its last pass (the two rotary halves of an attention merge)."""
 
@@ -25,11 +26,13 @@ def recognisers() -> list:
     return [rec for _, _, rec in sorted(pairs, key=lambda t: (t[0], t[1]))]
 
 
-def _closed(g: AtenGraph, m: Match) -> bool:
-    """No value inside the match but its result is read outside it (cache writes may be:
-    the graph returns the updated cache to its caller)."""
-    inner = m.nodes - {m.out} - m.extra.get("writes", set())
-    return all(u in m.nodes for n in inner for u in g.alias_users(n))
+def _closed(g: AtenGraph, ms: list[Match]) -> bool:
+    """No value inside the matches but their results is read outside them (cache writes
+    may be: the graph returns the updated cache to its caller)."""
+    nodes = set().union(*(m.nodes for m in ms))
+    inner = nodes - {m.out for m in ms} - set().union(*(m.extra.get("writes", set())
+                                                        for m in ms))
+    return all(u in nodes for n in inner for u in g.alias_users(n))
 
 
 def _empty(node: Node) -> bool:
@@ -52,10 +55,12 @@ def find_matches(g: AtenGraph) -> list[Match]:
         for node in reversed(nodes):
             if node in claimed or node not in g.active or g.is_alias(node):
                 continue
-            m = rec(g, node)
-            if m is not None and not (m.nodes & claimed) and _closed(g, m):
-                claimed |= m.nodes
-                matches.append(m)
+            found = rec(g, node)  # a match, or several claimed together (a packed linear)
+            ms = found if isinstance(found, list) else [found] if found is not None else []
+            mine = set().union(*(m.nodes for m in ms))
+            if ms and not (mine & claimed) and _closed(g, ms):
+                claimed |= mine
+                matches.extend(ms)
     fams = families()
     rest = next(f for f in fams if f.claims_leftovers)
     for node in nodes:

@@ -18,8 +18,8 @@ import torch
 
 from .aten import AtenGraph, opname
 
-__all__ = ["Kind", "Match", "affine_tail", "args", "mean_last", "numel", "rows", "scalar",
-           "square_of"]
+__all__ = ["Kind", "Match", "affine_tail", "args", "mean_last", "numel", "param_value", "rows",
+           "scalar", "square_of"]
 
 Node = torch.fx.Node
 
@@ -108,8 +108,28 @@ def square_of(g: AtenGraph, node: object) -> Node | None:
     return None
 
 
+def param_value(g: AtenGraph, x: object) -> str | None:
+    """The parameter a value is, or one computed from a parameter and a number (``1 + w``:
+    Gemma's norm scale; ``w * c``) as a derived name (:mod:`autosched.ir.derived`), else None."""
+    p = g.param(x)
+    if p is not None:
+        return p
+    r = g.root(x)
+    if not isinstance(r, Node) or r in g.active or opname(r) not in ("add", "mul") or \
+            len(r.args) < 2 or r.kwargs.get("alpha", 1) != 1:
+        return None
+    from autosched.ir.derived import derived
+
+    for a, c in ((r.args[0], r.args[1]), (r.args[1], r.args[0])):
+        q, v = g.param(a) if isinstance(a, Node) else None, scalar(c)
+        if q is not None and v is not None:
+            return derived(q, offset=v) if opname(r) == "add" else derived(q, scale=v)
+    return None
+
+
 def affine_tail(g: AtenGraph, node: Node, claimed: set[Node]) -> tuple[Node, dict[str, str]]:
-    """Follow ``node`` through ``* weight`` and ``+ bias`` parameter ops (sole users)."""
+    """Follow ``node`` through ``* weight`` and ``+ bias`` parameter ops (sole users); a
+    weight may be computed from a parameter (:func:`param_value`)."""
     params: dict[str, str] = {}
     for local, op in (("w", "mul"), ("b", "add")):
         users = g.alias_users(node)
@@ -117,9 +137,9 @@ def affine_tail(g: AtenGraph, node: Node, claimed: set[Node]) -> tuple[Node, dic
             break
         u = users[0]
         other = [a for a in u.args[:2] if g.root(a) is not node]
-        if len(other) != 1 or g.param(other[0]) is None:
+        if len(other) != 1 or param_value(g, other[0]) is None:
             break
-        params[local] = g.param(other[0])
+        params[local] = param_value(g, other[0])
         claimed.add(u)
         node = u
     return node, params

@@ -77,11 +77,17 @@ def find_norm(g: AtenGraph, node: Node) -> FoundNorm | None:
             g.root(mean_last(g, x.args[1])) is g.root(x.args[0]):
         centred, x = x, g.root(x.args[0])
         claimed |= {centred, g.root(centred.args[1])}
+    def _same_centred(v: object) -> bool:  # x - mean(x), computed once more (Cohere)
+        return centred is not None and isinstance(v, Node) and opname(v) == "sub" and \
+            g.root(v.args[0]) is x and g.root(v.args[1]) is g.root(centred.args[1])
+
     scaled = [u for u in g.alias_users(node) if opname(u) == "mul"
-              and {g.root(a) for a in u.args[:2]} == {node, centred or x}]
+              and ({g.root(a) for a in u.args[:2]} == {node, centred or x}
+                   or any(_same_centred(g.root(a)) for a in u.args[:2]))]
     if len(scaled) != 1:
         return None
     claimed.add(scaled[0])
+    claimed |= {g.root(a) for a in scaled[0].args[:2] if _same_centred(g.root(a))}
     out, params = affine_tail(g, scaled[0], claimed)
     m, n = rows(out)
     return FoundNorm(centred is not None, x, out, m, n, eps, params, claimed | {out})

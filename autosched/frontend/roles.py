@@ -36,7 +36,8 @@ __all__ = ["to_nodes"]
 
 
 _PASS = ("mul", "add", "sub", "div", "getitem", "slice", "split", "split_with_sizes",
-         "chunk", "cat", "select", "neg", "pow", "mean", "rsqrt", "unbind", "stack")
+         "chunk", "cat", "select", "neg", "pow", "mean", "rsqrt", "unbind", "stack", "scale",
+         "softcap")
 
 
 class _Walk:
@@ -77,17 +78,20 @@ class _Walk:
         return self.fam(i) in (Kind.POINTWISE, Kind.OP) and len(self.inputs[i]) == 1 and \
             self.fn(i) not in _PASS
 
+    def passes(self, i: int) -> bool:
+        """A host op of one input, or a constant scale: a value carried on, scaled."""
+        return len(self.inputs[i]) == 1 and (self.fam(i) is Kind.OP or self.fn(i) == "scale")
+
     def scaled(self, i: int) -> int:
         """``i`` followed through ops of one input (a constant scale, ``x * (1 + w)``)."""
-        while len(self.users[i]) == 1 and self.fam(self.users[i][0]) is Kind.OP and \
-                len(self.inputs[self.users[i][0]]) == 1:
+        while len(self.users[i]) == 1 and self.passes(self.users[i][0]):
             i = self.users[i][0]
         return i
 
     def norm_before(self, i: int) -> int | None:
         """The norm whose (scaled) result ``i`` reads, else None."""
         j = self.inputs[i][0] if self.inputs[i] else None
-        while j is not None and self.fam(j) is Kind.OP and len(self.inputs[j]) == 1:
+        while j is not None and self.passes(j):
             j = self.inputs[j][0]
         return j if j is not None and self.fam(j) is Kind.NORM else None
 

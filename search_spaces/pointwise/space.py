@@ -20,14 +20,19 @@ from search_spaces.space import Space
 from search_spaces.workload import Workload
 from sim.hardware import Hardware
 
-__all__ = ["DEFAULT_EPS", "ELEMENTWISE_FNS", "PIM_BINARY_FNS", "POINTWISE_FAMILIES", "VERSION",
+__all__ = ["ACTIVATION_FNS", "DEFAULT_EPS", "ELEMENTWISE_FNS", "GATED_FNS", "PIM_ACTIVATION",
+           "PIM_BINARY_FNS", "POINTWISE_FAMILIES", "VERSION",
            "pim_unavailable", "pointwise_default", "pointwise_library", "pointwise_space"]
 
 VERSION = 1
 DEFAULT_EPS = 1e-5  # RMSNorm eps of a workload without an ``eps`` attr (Llama's value)
 POINTWISE_FAMILIES = ("rmsnorm", "rope", "elementwise", "embedding", "argmax", "extern")
-ELEMENTWISE_FNS = ("add", "mul", "silu", "silu_mul")
+ACTIVATION_FNS = ("silu", "relu", "gelu_tanh", "gelu_erf")
+GATED_FNS = tuple(f"{a}_mul" for a in ACTIVATION_FNS)  # act(a) * b
+ELEMENTWISE_FNS = ("add", "mul", *ACTIVATION_FNS, *GATED_FNS, "scale", "softcap")
 PIM_BINARY_FNS = ("add", "mul")
+# an element-wise fn -> the in-bank activation computing it (tanh-GELU is the units' GELU)
+PIM_ACTIVATION = {"gelu_tanh": "gelu", "relu": "relu", "silu": "silu"}
 
 
 def _check(workload: Workload) -> None:
@@ -50,7 +55,7 @@ def pim_unavailable(workload: Workload, hw: Hardware) -> str | None:
     if workload.op != "elementwise":
         return f"{workload.op} runs on the host only (no in-bank kernel for it)"
     fn = workload.attr("fn")
-    if fn not in PIM_BINARY_FNS and fn not in hw.pim.activation_functions:
+    if fn not in PIM_BINARY_FNS and PIM_ACTIVATION.get(fn) not in hw.pim.activation_functions:
         return (f"{hw.name} computes no {fn!r} in the banks (in-bank: "
                 f"{', '.join((*PIM_BINARY_FNS, *hw.pim.activation_functions))})")
     if not hw.pim.elementwise or hw.pim.register_lanes != hw.pim.lanes:

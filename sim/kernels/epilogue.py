@@ -7,7 +7,10 @@ read: ``bias`` ``b`` [n]; ``add`` ``r`` [batch, n]; ``silu_mul`` none (output ha
 ``rmsnorm_cat`` ``out_norm_w`` [n] with epsilon ``eps`` (output doubled: the value, then
 its RMS norm); ``rope`` ``cos``, ``sin`` [batch, rope_dim], rotating the first
 ``rope_heads`` heads of ``rope_dim`` columns of each row (q | k of a merged projection);
-``argmax_cat`` none (one more column: each row's argmax, the logits' next token).
+``argmax_cat`` none (one more column: each row's argmax, the logits' next token);
+``rmsnorm`` ``post_norm_w`` [n] with ``post_eps`` (a post-norm, in place); an
+activation (``relu``, ``gelu_tanh``, ``gelu_erf``, ``silu``: an ``fc1``'s) none, and its
+gated form ``{act}_mul`` none (output halved, as ``silu_mul``).
 """
 
 from __future__ import annotations
@@ -15,14 +18,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import AutoschedError
-from ..host_ops import EPILOGUES, grown_width
+from ..host_ops import ACTIVATIONS, EPILOGUES, grown_width
 from ..isa import BufRef, HostOp, aff
 from ..program import Buffer
 
 __all__ = ["NO_EPILOGUE", "Epilogue"]
 
-_INPUTS = {"bias": ("b",), "add": ("r",), "silu_mul": (), "rmsnorm_cat": ("out_norm_w",),
-           "rope": ("cos", "sin"), "argmax_cat": ()}
+_INPUTS = {"bias": ("b",), "add": ("r",), "rmsnorm_cat": ("out_norm_w",),
+           "rmsnorm": ("post_norm_w",),
+           "rope": ("cos", "sin"), "argmax_cat": (),
+           **{a: () for a in ACTIVATIONS}, **{f"{a}_mul": () for a in ACTIVATIONS}}
 
 
 @dataclass(frozen=True)
@@ -33,6 +38,7 @@ class Epilogue:
     eps: float = 1e-5  # rmsnorm_cat
     rope_heads: int = 0  # rope: heads rotated, from column 0
     rope_dim: int = 0  # rope: head dim (cos/sin width)
+    post_eps: float = 1e-5  # rmsnorm (a post-norm)
 
     def __post_init__(self) -> None:
         bad = [st for st in self.stages if st not in EPILOGUES]
@@ -48,8 +54,8 @@ class Epilogue:
 
     def shapes(self, batch: int, n: int) -> tuple[tuple[int, ...], ...]:
         """Shapes of :meth:`inputs`."""
-        size = {"b": (n,), "out_norm_w": (n,), "r": (batch, n), "cos": (batch, self.rope_dim),
-                "sin": (batch, self.rope_dim)}
+        size = {"b": (n,), "out_norm_w": (n,), "post_norm_w": (n,), "r": (batch, n),
+                "cos": (batch, self.rope_dim), "sin": (batch, self.rope_dim)}
         return tuple(size[b] for b in self.inputs())
 
     def out_shape(self, batch: int, n: int) -> tuple[int, int]:
@@ -68,6 +74,8 @@ class Epilogue:
             out += (("eps", self.eps),)
         if "rope" in self.stages:
             out += (("rope_heads", self.rope_heads),)
+        if "rmsnorm" in self.stages:
+            out += (("post_eps", self.post_eps),)
         return out
 
     def op(self, kind: str, ins: tuple[BufRef, ...], batch: int, n: int,

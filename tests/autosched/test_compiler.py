@@ -103,19 +103,19 @@ def test_cli_compile_simulate_run(tmp_path, capsys) -> None:
 
 
 def test_cli_lists_the_ops_run_on_the_host(tmp_path, capsys) -> None:
-    """An activation no operator family covers (GELU) runs on the host and is named."""
+    """An activation no operator family covers (Mish) runs on the host and is named."""
     from experiments.scenarios import TINY_CONFIG
 
-    config = tmp_path / "gelu.json"
-    config.write_text(json.dumps({**TINY_CONFIG, "hidden_act": "gelu"}))
+    config = tmp_path / "mish.json"
+    config.write_text(json.dumps({**TINY_CONFIG, "hidden_act": "mish"}))
     assert main(["compile", "--model", str(config), "--context", "8", "--db", "none",
                  "-o", str(tmp_path / "p.json")]) == 0
     line = next(s for s in capsys.readouterr().out.splitlines() if s.startswith("host ops"))
-    assert "gelu-" in line and "l0.ffn_act" in line
+    assert "mish-" in line and "l0.ffn_act" in line
     assert main(["simulate", "--model", str(config), "--context", "8", "--db", "none",
                  "--json"]) == 0
     (fn, nodes), = json.loads(capsys.readouterr().out)["host_ops"].items()
-    assert fn.startswith("gelu-") and "l0.ffn_act" in nodes
+    assert fn.startswith("mish-") and "l0.ffn_act" in nodes
     assert main(["simulate", "--model", "llama-tiny", "--context", "8", "--db", "none"]) == 0
     assert "host ops (no operator family covers them): none" in capsys.readouterr().out
 

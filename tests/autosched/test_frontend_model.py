@@ -77,9 +77,9 @@ def test_a_users_own_class_is_captured_not_the_familys() -> None:
     cfg = config_of_module(model)
     assert cfg.arch.endswith("ScaledEmbeddingLlama")
     g = capture(model, context=8)
-    host = [n for n in g if n.workload.op == "extern"]  # the * 2.0 runs on the host
-    assert len(host) == 1 and host[0].workload.attr("fn").startswith("mul-")
-    assert g.node("l0.attn_norm").inputs == (host[0].name,)
+    assert not [n for n in g if n.workload.op == "extern"]  # the * 2.0 is in the table
+    assert g.node("embed").param("table") == "model.embed_tokens.weight@s=2.0"
+    assert g.node("l0.attn_norm").inputs == ("embed",)
 
 
 @pytest.mark.parametrize("shard", [None, "20KB"])

@@ -28,6 +28,7 @@ EXPECTED = {  # file stem: (model_type, layers, heads, kv_heads, head_dim, windo
     "mixtral-8x7b-v0.1": ("mixtral", 32, 32, 8, 128, 0, None),
     "qwen3-30b-a3b": ("qwen3_moe", 48, 32, 4, 128, 0, None),
     "olmoe-1b-7b-0125-instruct": ("olmoe", 16, 16, 16, 128, 0, None),
+    "phi-2": ("phi", 32, 32, 32, 80, 0, None),
 }
 
 

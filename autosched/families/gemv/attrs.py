@@ -4,18 +4,29 @@ from __future__ import annotations
 
 from search_spaces import Workload
 from sim.errors import check
+from sim.host_ops import ACTIVATIONS
 
-__all__ = ["EPILOGUES", "gemv_attrs"]
+__all__ = ["EPILOGUES", "RESIDUAL_EPILOGUES", "gemv_attrs"]
 
 # workload attr ``epilogue`` -> the stages of ``sim.host_ops.EPILOGUES`` it runs (after a
 # ``bias`` stage when attr ``bias=1``): ``add_rmsnorm`` adds the residual ``r`` and also
 # writes the sum's RMS norm (attr ``out_eps``, constant ``out_norm_w`` [n]) beside it,
 # output [m, 2n] = residual | normalised; ``rope`` rotates the first attr ``rope_heads``
 # heads of attr ``rope_d`` columns (constants ``cos``, ``sin`` [m, rope_d]); ``argmax``
-# appends each row's argmax, output [m, n + 1] = logits | next token
-EPILOGUES: dict[str, tuple[str, ...]] = {"": (), "add": ("add",), "silu_mul": ("silu_mul",),
-                                         "add_rmsnorm": ("add", "rmsnorm_cat"),
-                                         "rope": ("rope",), "argmax": ("argmax_cat",)}
+# appends each row's argmax, output [m, n + 1] = logits | next token; ``norm_add``
+# (``norm_add_rmsnorm``) first normalises the output by a post-norm (attr ``post_eps``,
+# constant ``post_norm_w`` [n]: Gemma 2/3, OLMo 2), then as ``add``; an activation
+# (``relu``, ``gelu_tanh``, ``gelu_erf``, ``silu``) applies to every output, after the bias
+# (an ``fc1``); ``{act}_mul`` gates, output [m, n/2] = act(gate) * up
+EPILOGUES: dict[str, tuple[str, ...]] = {
+    "": (), "add": ("add",), "add_rmsnorm": ("add", "rmsnorm_cat"), "rope": ("rope",),
+    "norm_add": ("rmsnorm", "add"), "norm_add_rmsnorm": ("rmsnorm", "add", "rmsnorm_cat"),
+    "argmax": ("argmax_cat",), **{a: (a,) for a in ACTIVATIONS},
+    **{f"{a}_mul": (f"{a}_mul",) for a in ACTIVATIONS}}
+
+
+# the epilogues that add the residual input ``r``
+RESIDUAL_EPILOGUES = ("add", "add_rmsnorm", "norm_add", "norm_add_rmsnorm")
 
 
 def gemv_attrs(w: Workload) -> tuple[bool, str, bool]:
@@ -25,7 +36,8 @@ def gemv_attrs(w: Workload) -> tuple[bool, str, bool]:
     check(epi in EPILOGUES, f"gemv epilogue {epi!r} unknown: use "
           f"{', '.join(e for e in EPILOGUES if e)} or none")
     check(bias in (0, 1), f"gemv attr bias must be 0 or 1, got {bias}")
-    check(epi != "silu_mul" or w.dims["n"] % 2 == 0, "epilogue silu_mul needs an even n")
+    check(not epi.endswith("_mul") or w.dims["n"] % 2 == 0,
+          f"epilogue {epi} needs an even n")
     if epi == "rope":
         heads, d = int(w.attr("rope_heads", 0)), int(w.attr("rope_d", 0))
         check(heads > 0 and d > 0 and d % 2 == 0 and heads * d <= w.dims["n"],

@@ -21,9 +21,9 @@ from sim.hardware import Hardware
 from sim.kernels import Kernel
 
 from ..base import Family, Option
-from ..common import head_split, joined, norm_weight, rms_norm, rope_tables, rotate, silu
+from ..common import activate, gated, head_split, joined, norm_weight, rms_norm, rope_tables, rotate
 from . import fit, fusion
-from .attrs import gemv_attrs
+from .attrs import RESIDUAL_EPILOGUES, gemv_attrs
 from .formats import dequant_site, format_device, format_of, format_terms, tag_format
 from .lowering import gemv_kernel
 from .resident import pin_layout
@@ -75,8 +75,9 @@ class GemvFamily(Family):
 
     def recognisers(self) -> tuple:
         from .pattern import linear
+        from .split import packed
 
-        return ((40, linear),)
+        return ((39, packed), (40, linear))
 
     def side_point(self, workload: Workload, hw: Hardware, side: str) -> dict | None:
         try:
@@ -117,20 +118,20 @@ class GemvFamily(Family):
     # ---- graph ---------------------------------------------------------------------
     def writes_norm(self, workload: Workload) -> bool:
         """Its output is the residual sum, then that sum's RMS norm (``add_rmsnorm``)."""
-        return workload.attr("epilogue") == "add_rmsnorm"
+        return workload.attr("epilogue") in ("add_rmsnorm", "norm_add_rmsnorm")
 
     def output_width(self, workload: Workload) -> int:
         n, epi = workload.dims["n"], workload.attr("epilogue")
         if self.writes_norm(workload):
             return 2 * n
-        return n // 2 if epi == "silu_mul" else n + 1 if epi == "argmax" else n
+        return n // 2 if gated(epi) else n + 1 if epi == "argmax" else n
 
     def output_parts(self, graph: Any, node: Any) -> dict[str, tuple[int, int]]:
         w, width = node.workload, self.output_width(node.workload)
         if node.role == "qkv_proj":
             q, kv = head_split(graph, node)
             return {"q": (0, q), "k": (q, q + kv), "v": (q + kv, q + 2 * kv)}
-        if node.role == "gate_up" and w.attr("epilogue") != "silu_mul":
+        if node.role == "gate_up" and not gated(w.attr("epilogue")):
             return {"gate": (0, width // 2), "up": (width // 2, width)}
         if self.writes_norm(w):
             return {"res": (0, width // 2), "norm": (width // 2, width)}
@@ -139,7 +140,7 @@ class GemvFamily(Family):
         return super().output_parts(graph, node)
 
     def operand_names(self, node: Any) -> tuple[str, ...]:
-        return ("x", "r") if node.workload.attr("epilogue") in ("add", "add_rmsnorm") \
+        return ("x", "r") if node.workload.attr("epilogue") in RESIDUAL_EPILOGUES \
             else ("x",)
 
     def fuse(self, graph: Any, plan: dict) -> Any:
@@ -166,6 +167,8 @@ class GemvFamily(Family):
                                                  int(w.attr("rope_d")))
         if self.writes_norm(w):
             out["out_norm_w"] = norm_weight(source, node, "out_norm_w", w.dims["n"])
+        if str(w.attr("epilogue")).startswith("norm_add"):
+            out["post_norm_w"] = norm_weight(source, node, "post_norm_w", w.dims["n"])
         return out
 
     def reference(self, node, ops, tensors, env) -> Arr:
@@ -176,14 +179,15 @@ class GemvFamily(Family):
         if w.attr("bias", 0):
             z = z + tensors["b"]
         epi = w.attr("epilogue")
-        if epi in ("add", "add_rmsnorm"):
+        if str(epi).startswith("norm_add"):
+            z = rms_norm(z, tensors["post_norm_w"], float(w.attr("post_eps", DEFAULT_EPS)))
+        if epi in RESIDUAL_EPILOGUES:
             z = z + ops["r"]
-        if epi == "add_rmsnorm":
+        if self.writes_norm(w):
             eps = float(w.attr("out_eps", DEFAULT_EPS))
             z = np.concatenate([z, rms_norm(z, tensors["out_norm_w"], eps)], axis=1)
-        elif epi == "silu_mul":
-            half = z.shape[1] // 2
-            z = silu(z[:, :half]) * z[:, half:]
+        elif gated(epi) or epi in ("relu", "silu", "gelu_tanh", "gelu_erf"):
+            z = activate(epi, z)
         elif epi == "argmax":
             z = np.concatenate([z, np.argmax(z, axis=-1).astype(np.float64)[:, None]], axis=1)
         elif epi == "rope":

@@ -9,6 +9,14 @@ merged linears are named ``l{i}.qkv_proj`` / ``l{i}.gate_up`` (roles ``qkv_proj`
 ``epilogue``, ``out_eps``), removed nodes' consumers read the node that replaced them.
 ``fuse_weights`` gives the weights of the fused graph (merged ``W``/``b`` concatenated in
 q|k|v and gate|up order, ``norm_w`` / ``out_norm_w`` from the absorbed norm's ``w``).
+
+Beyond the plan's names: ``silu_mul_epilogue`` gates ``gate_up`` by whichever activation
+the MLP uses (``{act}_mul``: SiLU, GELU, ReLU) and gives a non-gated ``fc1`` its
+activation as its epilogue (after its bias); ``residual_epilogue`` first folds a constant
+scale of a linear's output (Granite's residual and logit multipliers, Cohere's logit
+scale) into its weights (``W`` and ``b`` named ``name@s=c``: :mod:`autosched.ir.derived`),
+and takes a post-norm between the linear and the add (Gemma 2/3, OLMo 2) into the same
+epilogue (``norm_add``, ``norm_add_rmsnorm``: constant ``post_norm_w``, attr ``post_eps``).
 """
 
 from __future__ import annotations
@@ -19,8 +27,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from autosched.ir import FusionError, OpGraph, OpNode
+from autosched.ir.derived import derived
 from search_spaces import Workload
-from search_spaces.pointwise import DEFAULT_EPS
+from search_spaces.pointwise import ACTIVATION_FNS, DEFAULT_EPS
 
 __all__ = ["fuse", "fuse_weights"]
 
@@ -39,6 +48,8 @@ class _State:
     origin: dict[str, tuple[str, ...]]  # linear node -> original nodes whose W it stacks
     norm: dict[str, str]  # node with a prologue -> the norm node it absorbed
     out_norm: dict[str, str] = dataclasses.field(default_factory=dict)  # same, epilogue
+    scale: dict[str, float] = dataclasses.field(default_factory=dict)  # linear -> its W scale
+    post_norm: dict[str, str] = dataclasses.field(default_factory=dict)  # its post-norm
 
     def consumers(self, name: str) -> list[OpNode]:
         return [n for n in self.nodes if name in n.inputs]
@@ -100,29 +111,69 @@ def _merge(st: _State, roles: tuple[str, ...], role: str) -> None:
         st.rewire({p.name: name for p in parts})
 
 
+def _act_fn(node: OpNode) -> str | None:
+    """The activation an MLP node computes (an element-wise fn), else None."""
+    fn = node.workload.attr("fn") if node.workload.op == "elementwise" else None
+    return fn if node.role in ("ffn_silu", "ffn_act") and fn in ACTIVATION_FNS else None
+
+
 def _silu_mul(st: _State) -> None:
     for g in [n for n in st.nodes if n.role == "gate_up"]:
         users = st.consumers(g.name)
-        if not any(u.role == "ffn_silu" for u in users):
-            continue  # another activation (GELU): silu_mul does not apply
-        silu = next((u for u in users if u.role == "ffn_silu" and u.inputs == (g.name,)), None)
-        mul = next((u for u in users if silu and u.role == "ffn_mul"
-                    and u.inputs == (silu.name, g.name)), None)
-        if mul is None or len(users) != 2 or st.consumers(silu.name) != [mul]:
-            raise FusionError(f"{g.name}: silu_mul_epilogue needs exactly silu(gate) * up "
+        act = next((u for u in users if _act_fn(u) and u.inputs == (g.name,)), None)
+        if act is None:
+            continue  # an activation run on the host: no epilogue computes it
+        mul = next((u for u in users if u.role == "ffn_mul"
+                    and sorted(u.inputs) == sorted((act.name, g.name))), None)
+        if mul is None or len(users) != 2 or st.consumers(act.name) != [mul]:
+            raise FusionError(f"{g.name}: silu_mul_epilogue needs exactly act(gate) * up "
                               f"after it, found consumers {[u.name for u in users]}")
-        st.swap(g, dataclasses.replace(g, workload=_with(g.workload, epilogue="silu_mul")))
-        st.swap(silu, None)
+        epi = f"{_act_fn(act)}_mul"
+        st.swap(g, dataclasses.replace(g, workload=_with(g.workload, epilogue=epi)))
+        st.swap(act, None)
         st.swap(mul, None)
         st.rewire({mul.name: g.name})
+
+
+def _act_epilogue(st: _State) -> None:
+    """A non-gated ``fc1`` (``ffn_up`` read only by its activation) applies it."""
+    for lin in [n for n in st.nodes if n.role == "ffn_up" and n.workload.op in _LINEAR]:
+        users = st.consumers(lin.name)
+        if len(users) != 1 or not _act_fn(users[0]) or lin.workload.attr("epilogue") \
+                or _rows(users[0].workload) != _rows(lin.workload):
+            continue
+        act = users[0]
+        st.swap(lin, dataclasses.replace(lin, workload=_with(lin.workload,
+                                                             epilogue=_act_fn(act))))
+        st.swap(act, None)
+        st.rewire({act.name: lin.name})
+
+
+def _scales(st: _State) -> None:
+    """A linear read only by ``x * c`` computes ``x (c W)^T + c b``: the scale node goes."""
+    for lin in [n for n in st.nodes if n.workload.op in _LINEAR]:
+        users = st.consumers(lin.name)
+        if len(users) != 1 or users[0].workload.op != "elementwise" or \
+                users[0].workload.attr("fn") != "scale" or lin.workload.attr("epilogue") \
+                or _rows(users[0].workload) != _rows(lin.workload):
+            continue
+        sc, alpha = users[0], float(users[0].workload.attr("alpha"))
+        params = {k: ("|".join(derived(p, scale=alpha) for p in v.split("|"))
+                      if k in ("W", "b") else v) for k, v in lin.params}
+        st.scale[lin.name] = st.scale.get(lin.name, 1.0) * alpha
+        st.swap(lin, dataclasses.replace(lin, params=tuple(sorted(params.items()))))
+        st.swap(sc, None)
+        st.rewire({sc.name: lin.name})
 
 
 def _rope(st: _State) -> None:
     for r in [n for n in st.nodes if n.workload.op == "rope"]:
         lin = next((n for n in st.nodes if r.inputs == (n.name,)), None)
         d = r.workload.dims
-        if lin is None or lin.role != "qkv_proj":
-            continue  # q and k reach it through other ops (q/k norms, partial rotary)
+        if lin is None or lin.role != "qkv_proj" or r.workload.attr("rot") or \
+                r.workload.attr("pairs"):
+            continue  # q and k reach it through other ops (q/k norms), or a rotary the
+            # epilogue does not compute (partial, neighbouring pairs): the rope stays
         if (lin.workload.attr("epilogue")
                 or _rows(lin.workload) != d["m"] or d["h"] * d["d"] > lin.workload.dims["n"]
                 or not all(u.workload.op == "attention" for u in st.consumers(r.name))):
@@ -139,25 +190,51 @@ def _rope(st: _State) -> None:
         st.rewire({r.name: lin.name})
 
 
+def _post_norm(st: _State, lin: OpNode) -> OpNode | None:
+    """The post-norm read only by one add that ``lin`` alone feeds (Gemma 2/3, OLMo 2)."""
+    users = st.consumers(lin.name)
+    post = users[0] if len(users) == 1 else None
+    if post is None or post.workload.op != "rmsnorm" or not post.role.endswith("post_norm") \
+            or _rows(post.workload) != _rows(lin.workload):
+        return None
+    after = st.consumers(post.name)
+    return post if len(after) == 1 and after[0].workload.op == "elementwise" and \
+        after[0].workload.attr("fn") == "add" else None
+
+
 def _residual(st: _State) -> None:
     for lin in [n for n in st.nodes if n.role in ("o_proj", "ffn_down")]:
+        post = _post_norm(st, lin) if not lin.workload.attr("epilogue") else None
+        if post is not None:  # the post-norm first, in the same epilogue
+            st.post_norm[lin.name] = post.name
+            params = dict(lin.params)
+            if post.param("w"):
+                params["post_norm_w"] = post.param("w")
+            eps = float(post.workload.attr("eps", DEFAULT_EPS))
+            lin2 = dataclasses.replace(lin, workload=_with(lin.workload, post_eps=eps),
+                                       params=tuple(sorted(params.items())))
+            st.swap(lin, lin2)
+            st.swap(post, None)
+            st.rewire({post.name: lin.name})
+            lin = lin2
         users = st.consumers(lin.name)
         add = users[0] if len(users) == 1 else None
         if add is None or add.workload.op != "elementwise" or add.workload.attr("fn") != "add":
-            continue  # a post-norm or a scale between it and the residual add
+            continue  # a scale between it and the residual add
         if (len(add.inputs) != 2 or lin.workload.attr("epilogue")
                 or _rows(add.workload) != _rows(lin.workload)):
             raise FusionError(f"{lin.name}: residual_epilogue needs one residual add "
                               f"consuming it, found {[u.name for u in users]}")
         res = next(i for i in add.inputs if i != lin.name)
+        epi = "norm_add" if lin.name in st.post_norm else "add"
         st.swap(lin, None)
-        st.swap(add, dataclasses.replace(lin, workload=_with(lin.workload, epilogue="add"),
+        st.swap(add, dataclasses.replace(lin, workload=_with(lin.workload, epilogue=epi),
                                          inputs=(lin.inputs[0], res)))
         st.rewire({add.name: lin.name})
 
 
 def _norm_epilogue(st: _State) -> None:
-    for lin in [n for n in st.nodes if n.workload.attr("epilogue") == "add"
+    for lin in [n for n in st.nodes if n.workload.attr("epilogue") in ("add", "norm_add")
                 or (n.workload.op == "embedding" and not n.workload.attr("epilogue"))]:
         users = st.consumers(lin.name)
         norms = [u for u in users if u.workload.op == "rmsnorm"]
@@ -168,7 +245,8 @@ def _norm_epilogue(st: _State) -> None:
         others = [u for u in users if u is not r]
         if not readers or not all(u.workload.op in _LINEAR and u.inputs[0] == r.name
                                   and r.name not in u.inputs[1:] for u in readers) \
-                or not all(u.workload.op in _LINEAR and u.workload.attr("epilogue") == "add"
+                or not all(u.workload.op in _LINEAR
+                           and u.workload.attr("epilogue") in ("add", "norm_add")
                            and u.inputs[1:] == (lin.name,) and u.inputs[0] != lin.name
                            for u in others):
             continue  # the sum must reach linears' x only through the norm, others' r only
@@ -177,7 +255,8 @@ def _norm_epilogue(st: _State) -> None:
         if r.param("w"):
             params["out_norm_w"] = r.param("w")
         st.out_norm[lin.name] = r.name
-        epi = "rmsnorm" if lin.workload.op == "embedding" else "add_rmsnorm"
+        epi = "rmsnorm" if lin.workload.op == "embedding" else \
+            f"{lin.workload.attr('epilogue')}_rmsnorm"
         st.swap(lin, dataclasses.replace(
             lin, workload=_with(lin.workload, epilogue=epi, out_eps=eps),
             params=tuple(sorted(params.items()))))
@@ -226,7 +305,9 @@ def _fuse(graph: OpGraph, plan: dict) -> _State:
         _merge(st, ("ffn_gate", "ffn_up"), "gate_up")
         if plan["silu_mul_epilogue"]:
             _silu_mul(st)
+            _act_epilogue(st)
     if plan["residual_epilogue"]:
+        _scales(st)
         _residual(st)
         if plan["norm_epilogue"]:
             _norm_epilogue(st)
@@ -254,10 +335,14 @@ def fuse_weights(graph: OpGraph, plan: dict,
         for key in ("W", "b"):
             if len(srcs) > 1 and key in t:
                 t[key] = np.concatenate([weights[s][key] for s in srcs], axis=0)
+            if n.name in st.scale and key in t:
+                t[key] = t[key] * st.scale[n.name]
         if n.name in st.norm:
             t["norm_w"] = weights[st.norm[n.name]]["w"]
         if n.name in st.out_norm:
             t["out_norm_w"] = weights[st.out_norm[n.name]]["w"]
+        if n.name in st.post_norm:
+            t["post_norm_w"] = weights[st.post_norm[n.name]]["w"]
         if t:
             out[n.name] = t
     return out

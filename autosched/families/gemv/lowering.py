@@ -70,7 +70,8 @@ def gemv_kernel(workload: Workload, point: dict, hw: Hardware) -> Kernel:
     m, n, k = d["m"], d["n"], d["k"]
     tail = Epilogue(("bias",) * bool(bias) + EPILOGUES[epi],
                     float(workload.attr("out_eps", 1e-5)),
-                    int(workload.attr("rope_heads", 0)), int(workload.attr("rope_d", 0)))
+                    int(workload.attr("rope_heads", 0)), int(workload.attr("rope_d", 0)),
+                    float(workload.attr("post_eps", 1e-5)))
     if point["placement"] == "pim":
         core = gemv(hw, n, k, m, point_opts(point), epilogue=tail)
     elif point["placement"] == "host":

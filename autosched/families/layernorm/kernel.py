@@ -22,14 +22,20 @@ def _place_nothing(mem: object, tensors: dict[str, np.ndarray]) -> None:
 
 
 def layernorm_kernel(workload: Workload) -> Kernel:
-    """``y = layernorm(x, w, b)`` with the workload's ``eps``."""
+    """``y = layernorm(x, w, b)`` with the workload's ``eps``; attr ``heads``: ``w`` and
+    ``b`` hold ``heads * n`` values, row ``r`` taking head ``r % heads``'s."""
     m, n = workload.dims["m"], workload.dims["n"]
+    heads = int(workload.attr("heads", 1))
+    wn = heads * n
+    attrs: tuple = (("eps", float(workload.attr("eps", 1e-5))),)
+    if heads > 1:
+        attrs += (("heads", heads),)
     op = HostOp("layernorm", (BufRef("y", aff(0), (m, n)),),
-                (BufRef("x", aff(0), (m, n)), BufRef("w", aff(0), (n,)),
-                 BufRef("b", aff(0), (n,))), (("eps", float(workload.attr("eps", 1e-5))),))
-    bufs = (Buffer("x", "fp32", m * n), Buffer("w", "fp32", n), Buffer("b", "fp32", n),
+                (BufRef("x", aff(0), (m, n)), BufRef("w", aff(0), (wn,)),
+                 BufRef("b", aff(0), (wn,))), attrs)
+    bufs = (Buffer("x", "fp32", m * n), Buffer("w", "fp32", wn), Buffer("b", "fp32", wn),
             Buffer("y", "fp32", m * n))
     prog = Program((Stream("host", "host", (), (op,)),), bufs, name=f"layernorm_{m}x{n}")
-    shapes = ((m, n), (n,), (n,))
+    shapes = ((m, n), (wn,), (wn,))
     return Kernel(prog, ("x", "w", "b"), "y", (m, n), _place_nothing,
                   input_shapes=shapes, padded_shapes=shapes)

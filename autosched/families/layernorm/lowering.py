@@ -45,12 +45,16 @@ class LayerNormFamily(Family):
         return layernorm_kernel(workload)
 
     def constants(self, source: Any, node: Any, positions: Arr) -> dict[str, Arr]:
-        n = node.workload.dims["n"]
+        n = node.workload.dims["n"] * int(node.workload.attr("heads", 1))
         bias = source.get(node.param("b")) if node.param("b") else np.zeros(n, np.float32)
-        return {"w": norm_weight(source, node, "w", n), "b": bias}
+        return {"w": norm_weight(source, node, "w", n).reshape(-1),
+                "b": np.asarray(bias).reshape(-1)}
 
     def reference(self, node, ops, tensors, env) -> Arr:
         x, eps = ops["x"], float(node.workload.attr("eps", 1e-5))
+        heads, n = int(node.workload.attr("heads", 1)), x.shape[-1]
         mu = x.mean(-1, keepdims=True)
         var = ((x - mu) ** 2).mean(-1, keepdims=True)
-        return (x - mu) / np.sqrt(var + eps) * tensors["w"] + tensors["b"]
+        y = ((x - mu) / np.sqrt(var + eps)).reshape(-1, heads, n)
+        w, b = (np.asarray(tensors[k]).reshape(heads, n) for k in ("w", "b"))
+        return (y * w + b).reshape(x.shape)

@@ -17,7 +17,6 @@ batch, which the timing simulator times and the bound counts.
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 

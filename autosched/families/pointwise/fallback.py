@@ -30,7 +30,7 @@ from sim.host_ops import register_extern
 
 from .families import BUFFER, POSITIONS
 
-__all__ = ["host_match"]
+__all__ = ["host_match", "table_fn", "tables_of"]
 
 Node = torch.fx.Node
 _MATMULS = ("mm", "bmm", "matmul", "baddbmm", "addmm")
@@ -179,3 +179,45 @@ def host_match(g: AtenGraph, node: Node) -> Match:
     return Match(Kind.OP, "extern", node, [g.root(a) for a in acts], dict(m=m, n=n), attrs,
                  {f"p{i}": _leaf_name(g, p) for i, p in enumerate(leaves)}, {node},
                  extra={"op": str(target.target), "where": where})
+
+
+def table_fn(g: AtenGraph, cos: Node, sin: Node) -> tuple[str, list[str]]:
+    """A rotary's ``cos`` and ``sin`` as the model computes them: the key of a callable
+    (registered like an extern op's) that recomputes both from their leaves (module
+    buffers, the step's positions), and the leaves' constant names in the order it reads
+    them. The callable returns ``[rows, 2 r]``: cos | sin per row."""
+    cos, sin = g.root(cos), g.root(sin)
+    ops_c, leaves_c = _static_plan(g, cos, "rotary")
+    ops_s, leaves_s = _static_plan(g, sin, "rotary")
+    order = {n: i for i, n in enumerate(g.graph.nodes)}
+    ops = sorted(set(ops_c) | set(ops_s), key=order.get)
+    leaves = sorted(set(leaves_c) | set(leaves_s), key=order.get)
+
+    def run(*consts: np.ndarray) -> np.ndarray:
+        env: dict = {}
+        for leaf, a in zip(leaves, consts, strict=True):
+            want = leaf.meta["val"]
+            dt = torch.float32 if want.dtype.is_floating_point else want.dtype
+            flat = np.asarray(a, np.float32).reshape(-1)[:math.prod(AtenGraph.shape(leaf))]
+            env[leaf] = torch.from_numpy(flat.reshape(AtenGraph.shape(leaf))).to(dt)
+        _replay(ops, env)
+        c, s = env[cos].float(), env[sin].float()
+        r = c.shape[-1]
+        return torch.cat([c.reshape(-1, r), s.reshape(-1, r)], dim=1).numpy()
+
+    plan = ";".join(f"{opname(o)}{_describe(list(o.args), g)}{sorted(o.kwargs.items())}"
+                    for o in ops) + "|" + ",".join(
+        f"{g.placeholder(x).kind}{AtenGraph.shape(x)}" for x in leaves) + \
+        f"|{ops.index(cos) if cos in ops else -1},{ops.index(sin) if sin in ops else -1}"
+    key = f"rope_tables-{hashlib.sha256(plan.encode()).hexdigest()[:10]}"
+    register_extern(key, run)
+    return key, [str(_leaf_name(g, x)) for x in leaves]
+
+
+def tables_of(key: str, consts: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """(cos, sin) ``[rows, r]`` from the callable :func:`table_fn` registered as ``key``."""
+    from sim.host_ops import EXTERNS
+
+    both = np.asarray(EXTERNS[key](*consts), np.float32)
+    r = both.shape[1] // 2
+    return both[:, :r], both[:, r:]

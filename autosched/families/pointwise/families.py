@@ -24,9 +24,9 @@ from sim.hardware import Hardware
 from sim.kernels import Kernel
 
 from ..base import Family, Option
-from ..common import head_split, norm_weight, rms_norm, rope_tables, rotate, silu
+from ..common import activate, head_split, norm_weight, rms_norm, rope_tables, rotate
 from .bound import pointwise_bound
-from .kernels import binary, one_host_op, pim_kernel, shapes_of
+from .kernels import binary, fn_attrs, one_host_op, pim_kernel, shapes_of
 
 __all__ = ["BUFFER", "POINTWISE", "POSITIONS", "ArgmaxFamily", "ElementwiseFamily",
            "EmbeddingFamily", "ExternFamily", "RmsNormFamily", "RopeFamily"]
@@ -84,14 +84,17 @@ class RmsNormFamily(_Pointwise):
 
 
 class RopeFamily(_Pointwise):
-    """Rotate-half RoPE of q | k (``h`` heads of ``d``) by the rows' position tables."""
+    """RoPE of q | k (``h`` heads of ``d``) by the rows' position tables: the first attr
+    ``rot`` columns of each head (default all: partial rotary), pairs of the two halves
+    of those (rotate-half) or neighbours (attr ``pairs="interleaved"``); attr ``tables``:
+    the tables recomputed as the model's graph computes them (constants ``t0``...)."""
 
     ops: ClassVar[tuple[str, ...]] = ("rope",)
 
     def recognisers(self) -> tuple:
-        from .patterns import rope
+        from .patterns import partial_rope, rope
 
-        return ((20, rope),)
+        return ((19, partial_rope), (20, rope))
 
     def finish(self, g: Any, matches: list) -> list:
         from .patterns import merge_ropes
@@ -100,9 +103,13 @@ class RopeFamily(_Pointwise):
 
     def host(self, workload: Workload, hw: Hardware) -> Kernel:
         m, h, hd = workload.dims["m"], workload.dims["h"], workload.dims["d"]
-        tab = ((m, hd), (m, 1, hd))
+        r = int(workload.attr("rot", hd))
+        tab = ((m, r), (m, 1, r))
+        pairs = str(workload.attr("pairs", "half"))
+        attrs = (("pairs", pairs),) if pairs != "half" else ()
         return one_host_op("rope_host", "rope", [("x", (m, h, hd), (m, h, hd)),
-                                                 ("cos", *tab), ("sin", *tab)], (m, h, hd))
+                                                 ("cos", *tab), ("sin", *tab)], (m, h, hd),
+                           attrs)
 
     def output_width(self, workload: Workload) -> int:
         return workload.dims["h"] * workload.dims["d"]
@@ -120,17 +127,47 @@ class RopeFamily(_Pointwise):
         return node.role == "rotary"  # one tensor rotated (partial rotary), not q | k
 
     def constants(self, source: Any, node: Any, positions: Arr) -> dict[str, Arr]:
-        cos, sin = rope_tables(source, node, positions, node.workload.dims["d"])
+        w = node.workload
+        key = w.attr("tables")
+        if key:
+            from .fallback import tables_of
+
+            leaves = [name for local, name in sorted(node.params) if local[1:].isdigit()
+                      and local[0] == "t"]
+            cos, sin = tables_of(str(key), [_constant(source, n, positions) for n in leaves])
+        else:
+            cos, sin = rope_tables(source, node, positions, int(w.attr("rot", w.dims["d"])))
         return {"cos": cos, "sin": sin}
 
     def reference(self, node, ops, tensors, env) -> Arr:
-        m, h, d = (node.workload.dims[k] for k in ("m", "h", "d"))
-        cos, sin = env.tables(d)
-        return rotate(ops["x"].reshape(m, h, d), cos, sin).reshape(m, h * d)
+        w = node.workload
+        m, h, d = (w.dims[k] for k in ("m", "h", "d"))
+        r = int(w.attr("rot", d))
+        cos, sin = env.tables(r)
+        x = ops["x"].reshape(m, h, d)
+        head = x[..., :r]
+        if w.attr("pairs") == "interleaved":  # the same frequencies, on neighbouring pairs
+            cos, sin = (np.repeat(t[:, : r // 2], 2, axis=1) for t in (cos, sin))
+            rot = np.stack([-head[..., 1::2], head[..., 0::2]], axis=-1).reshape(head.shape)
+            head = head * cos[:, None] + rot * sin[:, None]
+        else:
+            head = rotate(head, cos, sin)
+        return np.concatenate([head, x[..., r:]], axis=-1).reshape(m, h * d)
 
 
-_FNS = {"add": lambda a, b: a + b, "mul": lambda a, b: a * b, "silu": lambda a, b: silu(a),
-        "silu_mul": lambda a, b: silu(a) * b}
+_FNS = {"add": lambda a, b: a + b, "mul": lambda a, b: a * b}
+
+
+def _elementwise(fn: str, a: Arr, b: Arr | None, w: Workload) -> Arr:
+    """float64 semantics of an elementwise fn."""
+    if fn in _FNS:
+        return _FNS[fn](a, b)
+    if fn == "scale":
+        return a * float(w.attr("alpha"))
+    if fn == "softcap":
+        cap = float(w.attr("cap"))
+        return cap * np.tanh(a / cap)
+    return activate(fn, np.concatenate([a, b], axis=-1) if b is not None else a)
 
 
 class ElementwiseFamily(_Pointwise):
@@ -139,15 +176,15 @@ class ElementwiseFamily(_Pointwise):
     ops: ClassVar[tuple[str, ...]] = ("elementwise",)
 
     def recognisers(self) -> tuple:
-        from .patterns import elementwise
+        from .patterns import activation, elementwise, scale
 
-        return ((70, elementwise),)
+        return ((65, activation), (70, elementwise), (75, scale))
 
     def host(self, workload: Workload, hw: Hardware) -> Kernel:
         m, n = workload.dims["m"], workload.dims["n"]
         names = ("a", "b") if binary(workload) else ("a",)
         return one_host_op("elementwise_host", str(workload.attr("fn")),
-                           [(b, (m, n), (m, n)) for b in names], (m, n))
+                           [(b, (m, n), (m, n)) for b in names], (m, n), fn_attrs(workload))
 
     def operand_names(self, node) -> tuple[str, ...]:
         return ("a", "b") if binary(node.workload) else ("a",)
@@ -157,7 +194,8 @@ class ElementwiseFamily(_Pointwise):
         return (Option(0.0, b, b), Option(0.0, 0.0, b))
 
     def reference(self, node, ops, tensors, env) -> Arr:
-        return _FNS[str(node.workload.attr("fn"))](ops["a"], ops.get("b"))
+        return _elementwise(str(node.workload.attr("fn")), ops["a"], ops.get("b"),
+                            node.workload)
 
 
 class EmbeddingFamily(_Pointwise):

@@ -16,20 +16,27 @@ import numpy as np
 
 from autosched.codegen.rewrite import Rewrite, rewrite_body
 from search_spaces import Workload
-from search_spaces.pointwise import PIM_BINARY_FNS
+from search_spaces.pointwise import GATED_FNS, PIM_ACTIVATION, PIM_BINARY_FNS
 from sim.hardware import Hardware
 from sim.isa import BufRef, HostOp, Signal, Wait, aff
 from sim.kernels import Kernel, elementwise
 from sim.program import Buffer, Program, Stream
 
-__all__ = ["binary", "one_host_op", "pim_kernel", "shapes_of"]
+__all__ = ["binary", "fn_attrs", "one_host_op", "pim_kernel", "shapes_of"]
 
 Shape = tuple[int, ...]
 
 
 def binary(workload: Workload) -> bool:
     """Whether an elementwise workload reads two operands (``a`` and ``b``)."""
-    return workload.attr("fn") in ("add", "mul", "silu_mul")
+    return workload.attr("fn") in ("add", "mul", *GATED_FNS)
+
+
+def fn_attrs(workload: Workload) -> tuple:
+    """The host op attrs of an elementwise fn's constants (``scale``: ``alpha``,
+    ``softcap``: ``cap``)."""
+    key = {"scale": "alpha", "softcap": "cap"}.get(str(workload.attr("fn")))
+    return ((key, float(workload.attr(key))),) if key else ()
 
 
 def _place_nothing(mem: object, tensors: dict[str, np.ndarray]) -> None:
@@ -59,7 +66,7 @@ def pim_kernel(wl: Workload, hw: Hardware) -> Kernel:
     """The in-bank element-wise kernel under the family's buffer names."""
     m, n, fn = wl.dims["m"], wl.dims["n"], str(wl.attr("fn"))
     total = m * n
-    lib = elementwise(hw, total, fn)
+    lib = elementwise(hw, total, fn if fn in PIM_BINARY_FNS else PIM_ACTIVATION[fn])
     npad = lib.padded_shapes[0][0]
     srcs = ("a", "b") if fn in PIM_BINARY_FNS else ("a",)
     stage = m > 1

@@ -1,0 +1,54 @@
+"""The dense architectures' patterns: derived parameters, and every tiny architecture
+captured with no op left on the host (``experiments.archs``)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from autosched.ir.derived import derived, parse
+from autosched.pipeline import model_graph
+from experiments.archs import ARCHS, tiny_checkpoint
+
+
+def test_derived_parameters_round_trip_and_compose() -> None:
+    w = np.arange(24, dtype=np.float32).reshape(12, 2)
+    name = derived("qkv.weight", rows=(6, 2, 4))  # rows 2:4 of each block of 6
+    assert parse(name).rows == (6, 2, 4)
+    np.testing.assert_array_equal(parse(name).apply(w, 1.0), w[[2, 3, 8, 9]])
+    scaled = derived(name, scale=0.5)
+    np.testing.assert_array_equal(parse(scaled).apply(w, parse(scaled).scale),
+                                  0.5 * w[[2, 3, 8, 9]])
+    gemma = derived("norm.weight", offset=1.0)
+    assert parse(derived(gemma, scale=2.0)).offset == 2.0  # 2 (w + 1) = 2w + 2
+    buf = derived("embed.weight", scale="buffer:embed.embed_scale")
+    assert parse(buf).scale == "buffer:embed.embed_scale"
+    with pytest.raises(ValueError):
+        derived(name, rows=(2, 0, 1))
+
+
+# an architecture per pattern: GELU, tanh-GELU spelled out, norm scale 1 + w, embedding
+# and linear multipliers, soft-capping, per-head LayerNorm, partial and interleaved
+# rotary, packed qkv / gate_up (per head in GPT-NeoX), Falcon's in-place parallel sum
+_PATTERNS = ("gemma2", "phi", "granite", "cohere", "glm", "phi3", "gpt_neox", "falcon")
+
+
+@pytest.mark.parametrize("arch", _PATTERNS)
+def test_no_op_is_left_on_the_host(tmp_path, arch: str) -> None:
+    """Activations, scalars, norm scales, rotary variants and packed weights are claimed."""
+    assert arch in ARCHS
+    _, g = model_graph(str(tiny_checkpoint(arch, tmp_path / arch)), context=8)
+    assert not [n.name for n in g.nodes if n.workload.op == "extern"]
+
+
+@pytest.mark.parametrize("arch", ["gemma2", "granite", "gpt_neox"])
+def test_fused_epilogues_match_generate(tmp_path, arch: str) -> None:
+    """Gated tanh-GELU and post-norms in the residual epilogue (Gemma 2), multipliers
+    folded into the weights (Granite), packed per-head qkv merged back and fc1's GELU
+    after its bias (GPT-NeoX), under the full fusion plan."""
+    from autosched.api import run_check
+    from search_spaces.fusion import FULL_FUSION
+
+    rep = run_check(str(tiny_checkpoint(arch, tmp_path / arch)), "aim-gddr6", steps=2,
+                    fusion=dict(FULL_FUSION))
+    assert rep.passed and rep.tokens_match
