@@ -33,6 +33,7 @@ _SPLIT: dict[str, tuple[str, ...]] = {
     "ffn_down": ("k",), "ffn_silu": ("n",), "ffn_mul": ("n",), "lm_head": ("n",),
     "qk_rotary": ("h",), "rotary": ("h",), "attn": ("h", "kvh"),
     "experts": ("e",),  # expert parallelism: each device runs its share of the experts
+    "q_norm": ("m",), "k_norm": ("m",),  # per-head norms: each device's heads' rows
 }
 # partial sums: all-reduced over the stage's devices
 REDUCED = ("o_proj", "ffn_down", "experts")
@@ -126,6 +127,18 @@ def _scaled(n: OpNode, dims: tuple[str, ...], tp: int):
     return family_of(w).shard(w, dims, tp)
 
 
+def _check_head_norm(graph: OpGraph, n: OpNode) -> None:
+    """A q/k norm splits with the heads only when it normalises each head alone with one
+    weight for all heads; a norm over the whole projection (OLMo 2, OLMoE) would need the
+    other devices' heads, and per-head weights are not sharded."""
+    attn = next((a for a in graph.nodes if a.layer == n.layer and a.role == "attn"), None)
+    head = attn is not None and n.workload.dims.get("n") == attn.workload.dims.get("d")
+    if not head or n.workload.attr("heads"):
+        raise AutoschedError(f"{n.name}: a {'per-head-weighted' if head else 'whole-width'} "
+                             f"{n.role} does not split over tensor-parallel devices; use a "
+                             "pipeline partition (1xP) or expert parallelism")
+
+
 def shard_graph(graph: OpGraph, tp: int, roles: frozenset[str] | None = None) -> OpGraph:
     """What each of ``tp`` tensor-parallel devices computes (all layers; the stage slices
     them), splitting the nodes of ``roles`` (default: every role tensor parallelism
@@ -148,6 +161,8 @@ def shard_graph(graph: OpGraph, tp: int, roles: frozenset[str] | None = None) ->
             raise AutoschedError(f"{n.name}: an argmax fused into the LM head would see one "
                                  "device's slice of the vocabulary; compile without "
                                  "argmax_epilogue")
+        if n.role in ("q_norm", "k_norm"):
+            _check_head_norm(graph, n)
         if n.role in _SPLIT:
             w = _scaled(n, _SPLIT[n.role], tp)
         nodes.append(dataclasses.replace(n, workload=w))

@@ -1,0 +1,36 @@
+"""Tensor parallelism and q/k norms: a per-head norm splits with the heads; a norm over
+the whole projection or with per-head weights is refused, never computed on one
+device's heads as if they were all of them."""
+
+from __future__ import annotations
+
+import pytest
+
+from autosched.compiler.partition import shard_graph
+from autosched.pipeline import model_graph
+from experiments.archs import tiny_config
+from sim.errors import AutoschedError
+
+
+def _graph(model_type: str, tmp_path):
+    cfg = tiny_config(model_type)
+    cfg.vocab_size = 128
+    cfg.save_pretrained(tmp_path)
+    return model_graph(str(tmp_path / "config.json"), context=8)[1]
+
+
+def test_per_head_norm_splits_with_the_heads(tmp_path) -> None:
+    graph = _graph("qwen3", tmp_path)
+    whole = {n.name: n.workload for n in graph.nodes}
+    shard = {n.name: n.workload for n in shard_graph(graph, 2).nodes}
+    assert shard["l0.q_norm"].dims["m"] == whole["l0.q_norm"].dims["m"] // 2
+    assert shard["l0.k_norm"].dims["m"] == whole["l0.k_norm"].dims["m"] // 2
+    assert shard["l0.q_norm"].dims["n"] == whole["l0.q_norm"].dims["n"]
+
+
+@pytest.mark.parametrize("model_type, what", [("olmo2", "whole-width"),
+                                              ("cohere", "per-head-weighted")])
+def test_norm_that_cannot_split_is_refused(model_type: str, what: str, tmp_path) -> None:
+    graph = _graph(model_type, tmp_path)
+    with pytest.raises(AutoschedError, match=f"{what} q_norm does not split"):
+        shard_graph(graph, 2)
