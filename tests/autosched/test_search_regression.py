@@ -29,9 +29,8 @@ def _measured(db) -> list[str]:
     return [f"{m.workload.key}|{m.schedule.key}" for m in db.records()]
 
 
-@pytest.mark.parametrize("name", sorted(CASES))
-def test_same_seed_same_measurements_as_recorded(name: str, tmp_path: Path) -> None:
-    case = CASES[name]
+def _search(case: dict, tmp_path: Path) -> list[str]:
+    """The measurements of ``case``'s seeded search on a fresh database in ``tmp_path``."""
     hw = load_hardware(case["hw"])
     tasks = [(Workload.from_dict(w), n) for w, n in case["tasks"]]
     db = open_database(tmp_path / "t.db")
@@ -50,4 +49,22 @@ def test_same_seed_same_measurements_as_recorded(name: str, tmp_path: Path) -> N
             t = TaskTuner(tasks[0][0], 1, ctx, start_from_default=False)
             while t.measured < ctx.trials and t.step(min(8, ctx.trials - t.measured)):
                 pass
-    assert _measured(db) == case["measured"]
+    return _measured(db)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_same_seed_same_measurements_as_recorded(name: str, tmp_path: Path) -> None:
+    assert _search(CASES[name], tmp_path) == CASES[name]["measured"]
+
+
+if __name__ == "__main__":  # re-record after an intended change of the search or a space
+    import sys
+    import tempfile
+
+    DATA = Path(__file__).parent / "data" / "search_measurements.json"
+    data = json.loads(DATA.read_text())
+    for case in data["cases"].values():
+        with tempfile.TemporaryDirectory() as tmp:
+            case["measured"] = _search(case, Path(tmp))
+    data["about"] = sys.argv[1] if len(sys.argv) > 1 else data["about"]
+    DATA.write_text(json.dumps(data, indent=1) + "\n")
