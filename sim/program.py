@@ -14,7 +14,7 @@ from dataclasses import dataclass, fields
 from typing import Union
 
 from .errors import ProgramError
-from .isa import ALL_OPS, Affine, BufRef, Instr
+from .isa import ALL_OPS, Affine, BufRef, Instr, Signal
 
 __all__ = ["Buffer", "Dispatch", "Loop", "Node", "Program", "Stream", "dispatching", "walk",
            "with_trips"]
@@ -146,6 +146,17 @@ def walk(body: tuple[Node, ...], visit: Callable[[Instr, int], None], mult: int 
             walk(n.body, visit, mult * n.count)
         else:
             visit(n, mult)
+
+
+def signals(body: tuple[Node, ...] | list[Node]) -> list[Signal]:
+    """Every ``Signal`` of ``body``, loops and dispatches entered, in program order."""
+    out: list[Signal] = []
+    for n in body:
+        if isinstance(n, Loop):
+            out.extend(signals(n.body))
+        elif isinstance(n, Signal):
+            out.append(n)
+    return out
 
 
 def dispatching(loop: Loop) -> bool:

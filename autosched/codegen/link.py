@@ -35,7 +35,7 @@ from sim.errors import SimError
 from sim.hardware import Hardware
 from sim.isa import BufRef, HostOp, Send, Signal, Wait, WrBank, WrGb, aff
 from sim.kernels import Kernel
-from sim.program import Buffer, Loop, Node, Program, Stream, walk
+from sim.program import Buffer, Node, Program, Stream, signals, walk
 
 from .memplan import Live, MemoryPlan, nbytes, pack, row_index_bytes
 from .rewrite import Rewrite, max_row, rewrite_body
@@ -332,7 +332,7 @@ def _emit(frags: list[_Frag], groups: list[tuple[int, int]],
             arena, base = mapping.get(g, (g, 0))
             return arena, base + off
 
-        producers = {ins.token: s for s in prog.streams for ins in _signals(s.body)}
+        producers = {ins.token: s for s in prog.streams for ins in signals(s.body)}
 
         def tokens(t: str, _f: Fragment = f, _p: dict = producers) -> tuple[str, ...]:
             s = _p.get(t)
@@ -378,12 +378,3 @@ def _local_tokens(tokens: Callable[[str], tuple[str, ...]], gi: int, tag: str) -
 
     return fn
 
-
-def _signals(body: tuple[Node, ...]) -> list[Signal]:
-    out: list[Signal] = []
-    for n in body:
-        if isinstance(n, Loop):
-            out.extend(_signals(n.body))
-        elif isinstance(n, Signal):
-            out.append(n)
-    return out

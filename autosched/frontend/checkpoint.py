@@ -10,6 +10,7 @@ weights (an LM head sharing the embedding table) are stored once; either name fi
 from __future__ import annotations
 
 import abc
+import functools
 from pathlib import Path
 from typing import Any
 
@@ -147,8 +148,13 @@ class CheckpointWeights(Weights):
         if (f is None and ".mlp." in name and getattr(config, "num_experts", None)) \
                 or getattr(config, "num_local_experts", None):
             # experts stacked and routers renamed from the files' matrices by transformers
-            return dict(self.modules.named_parameters()).get(name)
+            return self._parameters.get(name)
         return None if f is None else self._files[f].get_tensor(name)
+
+    @functools.cached_property
+    def _parameters(self) -> dict[str, torch.Tensor]:
+        """The loaded model's parameters by name, gathered once (expert models read many)."""
+        return dict(self.modules.named_parameters())
 
     def _stored(self, name: str) -> tuple[np.ndarray, str] | None:
         """A stored tensor as numpy and its safetensors dtype name, or None."""

@@ -32,7 +32,7 @@ from search_spaces import Workload
 from sim.hardware import Hardware
 from sim.isa import Act, BufRef, HostOp, Signal, Wait, aff
 from sim.kernels import Kernel
-from sim.program import Buffer, Dispatch, Loop, Node, Program, Stream
+from sim.program import Buffer, Dispatch, Loop, Node, Program, Stream, signals
 
 from ..gemv.lowering import gemv_kernel
 from . import routing
@@ -169,7 +169,7 @@ class _Stitch:
             lo = stm.channels[0] + ch0
             hi = lo + len(stm.channels)
             mine = [(a, b) for a, b in self.groups if lo <= a < hi]
-            for ins in _signals(stm.body):
+            for ins in signals(stm.body):
                 self.parts[f"{tag}.{ins.token}"] = tuple(f"{tag}.{ins.token}#{a}"
                                                          for a, _ in mine)
             for a, b in mine:
@@ -192,16 +192,6 @@ class _Stitch:
         out = [Stream(f"pim{a}", "pim", range(a, b), tuple(body))
                for (a, b), body in sorted(self.pim.items())]
         return [*out, Stream("host", "host", (), tuple(host))]
-
-
-def _signals(body: Sequence[Node]) -> list[Signal]:
-    out: list[Signal] = []
-    for nd in body:
-        if isinstance(nd, Loop):
-            out.extend(_signals(nd.body))
-        elif isinstance(nd, Signal):
-            out.append(nd)
-    return out
 
 
 def _cuts(ks: dict[str, Kernel], groups: int, width: int) -> list[int]:
