@@ -33,8 +33,11 @@ from search_spaces.workload import Workload
 from sim.errors import AutoschedError, check
 from sim.hardware import Hardware
 from sim.kernels import GEMV_RULES, GemvOpts, GemvShape, baseline_reason, gemv_layout_of
+from sim.kernels.base import ceil_div, round_up
 from sim.kernels.gemv_bound import gemv_terms, layout_estimate_ns
 from sim.kernels.gemv_layout import LAYOUT_FIELDS, parse_layout
+
+from .shortlist import timed_order
 
 __all__ = ["GEMV_VERSION", "default_layout", "gemv_default", "gemv_library", "gemv_modes",
            "gemv_space", "point_opts", "resident_layout"]
@@ -202,7 +205,8 @@ def _register_choices(hw: Hardware) -> tuple[int | None, ...]:
                      if 1 << i < hw.pim.registers))
 
 
-def _competent(hw: Hardware, n: int, k: int, m: int, br: int) -> list[GemvOpts]:
+@lru_cache(maxsize=1024)
+def _competent(hw: Hardware, n: int, k: int, m: int, br: int) -> tuple[GemvOpts, ...]:
     """Library options a careful engineer would pick, best first: split the reduction over
     channels until the outputs fill every unit's lanes (the layout wastes no bank rows on
     padding) but no deeper than the read-out of one partial per output and slice repays,
@@ -211,10 +215,11 @@ def _competent(hw: Hardware, n: int, k: int, m: int, br: int) -> list[GemvOpts]:
     the pair's second bank only halves the tile, leaving the weights of a small matrix in
     half the channels), with the pipelined row walk hiding each activation in the partner
     bank's MACs; double-buffered broadcasts where the estimate says they repay the
-    halved tile, and the stripes per unit that pad the outputs least. Ordered by the
-    layout estimate
+    halved tile, the stripes per unit that pad the outputs least, and the tile that pads
+    each reduction slice least. Ordered by the layout estimate
     (:func:`~sim.kernels.gemv_bound.layout_estimate_ns`: rows walked, activations not
-    hidden, read-out), then the smaller split."""
+    hidden, read-out), then the smaller split; the estimate's shortlist goes first in
+    order of simulated time (:func:`.shortlist.timed_order`)."""
     splits = [d for d in range(1, hw.org.channels + 1)
               if hw.org.channels % d == 0 and d & (d - 1) == 0]
     pairs = (True, False) if hw.pim.banks_per_unit == 2 else (False,)
@@ -224,10 +229,34 @@ def _competent(hw: Hardware, n: int, k: int, m: int, br: int) -> list[GemvOpts]:
             for db, regs in itertools.product((False, True), _register_choices(hw)):
                 o = GemvOpts(batch_rows=br, k_split=ks, interleave=il, row_prefetch=il,
                              double_buffer=db, registers=regs)
-                if not o.validate(hw, n, k, m):
-                    est = layout_estimate_ns(hw, gemv_layout_of(hw, n, k, m, o))
-                    ranked.append(((est, ks, db, regs or 0), o))
-    return [o for _, o in sorted(ranked, key=lambda r: r[0])]
+                if o.validate(hw, n, k, m):
+                    continue
+                pl = gemv_layout_of(hw, n, k, m, o)
+                for tile in _packing_tiles(pl, ceil_div(k, ks)):
+                    t = replace(o, gb_tile=tile)
+                    if tile == pl.T or not t.validate(hw, n, k, m):
+                        est = layout_estimate_ns(hw, gemv_layout_of(hw, n, k, m, t))
+                        ranked.append(((est, ks, db, regs or 0, -tile), t))
+    ranked.sort(key=lambda r: r[0])
+    return tuple(timed_order(hw, n, k, m, [(key[0], o) for key, o in ranked]))
+
+
+def _packing_tiles(pl: Any, kslice: int) -> list[int]:
+    """``pl``'s tile and every smaller one that pads a ``kslice``-element reduction slice
+    less than all larger ones: a slice a whole tile overshoots (Gemma's 2,304 over four
+    slices is 576 elements in 1,024-element tiles) wastes that much of every stripe's
+    rows, while tiles that divide a row pack several slice segments into one row, at the
+    price of more broadcasts."""
+    step = 2 if pl.opts.double_buffer else 1
+    out, least = [], None
+    for t in (pl.T >> i for i in range(pl.T.bit_length())):
+        if t < pl.g or t << (pl.T.bit_length() - t.bit_length()) != pl.T:
+            break
+        pad = round_up(kslice, t * step)
+        if least is None or pad < least:
+            out.append(t)
+            least = pad
+    return out
 
 
 def gemv_default(workload: Workload, hw: Hardware, placement: str | None = None) -> dict:

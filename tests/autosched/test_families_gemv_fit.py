@@ -16,9 +16,10 @@ from sim.errors import CapacityError
 from sim.hwio import load_hardware
 from sim.kernels.gemv_layout import layout_key
 
-# ffn_down (1024 x 2816) fills 8 rows per bank with its default layout on aim-gddr6 and 6
-# with a denser one; the whole step needs 34 rows with the defaults
-WIDE = ModelConfig("llama", hidden=1024, intermediate=2816, layers=1, heads=8, kv_heads=2,
+# the gate and up GEMVs (3584 x 1024) take denser layouts than their defaults on aim-gddr6
+# once the step (37 rows per bank with the defaults) is given 35 rows, and the KV cache a
+# denser one too at 34; 33 rows hold no layout of the step
+WIDE = ModelConfig("llama", hidden=1024, intermediate=3584, layers=1, heads=8, kv_heads=2,
                    head_dim=128, vocab=997, max_positions=64, name="wide")
 
 
@@ -43,12 +44,12 @@ def test_options_start_at_the_chosen_layout_and_trade_rows_for_latency() -> None
 
 def test_a_step_that_overflows_takes_denser_layouts_and_still_computes_right() -> None:
     with pytest.raises(CapacityError):  # not even the densest layouts fit 30 rows
-        compile_model(WIDE, _rows(30), context=16)
-    hw = _rows(31)  # a denser KV cache is not enough: ffn_down moves to 6 rows as well
+        compile_model(WIDE, _rows(33), context=16)
+    hw = _rows(34)  # a denser KV cache is not enough: the gate and up GEMVs move as well
     cm = compile_model(WIDE, hw, context=16)
     assert cm.budget.fits
     fitted = {n.role for n in cm.graph if cm.choices[n.name].kind == "fitted"}
-    assert fitted == {"attn", "ffn_down"}
+    assert fitted == {"attn", "ffn_gate", "ffn_up"}
     rep = run_check(WIDE, hw, steps=2, db=None)
     assert rep.passed, rep.max_rel_err
 
@@ -56,13 +57,13 @@ def test_a_step_that_overflows_takes_denser_layouts_and_still_computes_right() -
 def test_prefill_reads_the_weights_where_the_fitted_decode_step_keeps_them() -> None:
     """Steps of several rows pin their weights to batch-1 decode's layouts: when those are
     fitted, the prefill step pins the fitted ones, fits, and computes what torch does."""
-    hw = _rows(31)
+    hw = _rows(34)
     decode = compile_model(WIDE, hw, context=4)
-    down = next(n for n in decode.graph if n.role == "ffn_down")
+    down = next(n for n in decode.graph if n.role == "ffn_gate")
     assert decode.choices[down.name].kind == "fitted"
     cm = compile_model(WIDE, hw, phase="prefill", context=4)
     assert cm.budget.fits
-    pinned = {n.workload.attr("layout") for n in cm.graph if n.role == "ffn_down"}
+    pinned = {n.workload.attr("layout") for n in cm.graph if n.role == "ffn_gate"}
     d = down.workload.dims
     want = layout_key(point_opts(decode.choices[down.name].schedule.point)
                       .resolve(hw, d["n"], d["k"], 1))
