@@ -7,7 +7,8 @@ the budget still unspent is shared by the buckets still to tune (each takes its 
 of it; what a bucket leaves unspent goes to the next), and a workload several buckets
 share is measured once (the later buckets resume from its records, as a rerun does).
 Every bucket's plans are stored under its own step, where ``compile``, ``simulate`` and
-``run`` look for them, and each gets the never-slower-than-default comparison of
+``run`` find them (a step between buckets takes the nearest bucket's, see
+:mod:`autosched.compiler.stored`), and each gets the never-slower-than-default comparison of
 :func:`~autosched.tune.tune`.
 """
 

@@ -160,6 +160,8 @@ def _compile(args: argparse.Namespace) -> int:
     print(f"{cs.name} {cs.graph.phase} on {system.name}: {part.describe()}, "
           f"{len(cs.graph)} operators per device, {len(cs.program.groups)} device groups, "
           f"{streams} streams, placement {cs.placement}")
+    if cs.plans_from:
+        print(cs.plans_from)
     print("\n".join(schedule_report(cs.choices, cs.graph, source)))
     print(host_ops_line(host_ops(cs.graph)))
     _weights_line(cs.graph, system.device)
@@ -183,6 +185,8 @@ def _simulate(args: argparse.Namespace) -> int:
         return 0
     counts = ", ".join(f"{n} {k}" for k, n in sorted(f.lookups.items()))
     print(f"schedules from {source}: {counts}")
+    if f.plans_from:
+        print(f.plans_from)
     from autosched.pipeline import step_graph
 
     _weights_line(step_graph(step), system.device)
@@ -240,9 +244,10 @@ def _run(args: argparse.Namespace) -> int:
     lines = schedule_report(first.choices, first.graph, source)
     lines.append(f"  {part.describe()} on {system.name}")
     if args.json:
-        print_json({**rep.to_dict(), "schedules_from": source, "schedules": lines[1:]})
+        print_json({**rep.to_dict(), "schedules_from": source, "plans_from": first.plans_from,
+                    "schedules": lines[1:]})
     else:
-        print("\n".join(lines))
+        print("\n".join(lines[:1] + [first.plans_from] * bool(first.plans_from) + lines[1:]))
         _weights_line(first.graph, system.device)
         print(table(["step", "token", "torch", "max abs err", "max rel err"],
                     [[r["step"], r["token"], r["ref_token"], r["max_abs_err"], r["max_rel_err"]]

@@ -28,7 +28,7 @@ import numpy as np
 
 from autosched.database import Database
 from autosched.families import families, family_of
-from autosched.ir import OpGraph, PlanKey, PlanKind, Step
+from autosched.ir import OpGraph, Step
 from autosched.lookup import LookupResult
 from search_spaces import Schedule
 from search_spaces.fusion import fusion_space, upgrade_plan
@@ -44,6 +44,7 @@ from .builder import Builder, link_stage
 from .partition import Partition, shard_graph, shard_tensors, stage_of
 from .placement import PLACEMENTS
 from .stage import CompiledStage
+from .stored import StoredPlans, stored_plans
 
 __all__ = ["FIT_ORDER", "TP_UNFUSED", "CompiledStep", "compile_step", "partition_graph",
            "pin_graph"]
@@ -66,6 +67,7 @@ class CompiledStep:
     stages: list[CompiledStage]
     program: SystemProgram
     placement: str = "auto"
+    plans_from: str = ""  # whose stored plans were taken (StoredPlans.note), if looked up
 
     @property
     def hw(self) -> Hardware:
@@ -172,13 +174,6 @@ def partition_graph(step: Step, part: Partition, fusion: dict | None = None) -> 
     return shard_graph(step_graph(step, plan or None), part.tp, part.roles)
 
 
-def _stored(db: Database | None, kind: PlanKind, step: Step | None, hw: Hardware) -> dict | None:
-    """The plan of ``kind`` that ``tune`` stored for ``step``, or None."""
-    if db is None or step is None:
-        return None
-    return db.plan(str(PlanKey.of(kind, step)), hw.fingerprint)
-
-
 def compile_step(step: Step | None, system: System, *, partition: Partition | None = None,
                  db: Database | None = None, fusion: dict | None = None,
                  schedules: dict[str, Schedule] | str | None = None,
@@ -206,13 +201,16 @@ def compile_step(step: Step | None, system: System, *, partition: Partition | No
     if part.devices > system.devices:
         raise AutoschedError(f"partition {part.describe()} needs more than the "
                              f"{system.devices} devices of {system.name}")
-    stored, asked = _stored(db, PlanKind.PLACEMENT, step, hw) or {}, placement
+    looked = db is not None and step is not None and (
+        placement is None or (fusion is None and graph is None))
+    plans = stored_plans(db, step, hw) if looked else StoredPlans()
+    stored, asked = plans.placement or {}, placement
     if placement is None:
         placement = stored.get("placement")
     if placement not in (None, *PLACEMENTS):
         raise AutoschedError(f"placement {placement!r} is not one of {', '.join(PLACEMENTS)}")
     if fusion is None and graph is None:
-        fusion = _stored(db, PlanKind.FUSION, step, hw)
+        fusion = plans.fusion
     if stored.get("schedules") == "default" and asked is None and schedules is None:
         db = None  # tune found this step fastest on the default schedules
     if graph is None:
@@ -239,7 +237,8 @@ def compile_step(step: Step | None, system: System, *, partition: Partition | No
         raise InternalError(f"internal compiler error: linking {name} {graph.phase} for "
                             f"{system.name} ({part.describe()}) produced an invalid program: "
                             f"{e}") from e
-    return CompiledStep(step, system, part, graph, stages, sp, placement or "auto")
+    return CompiledStep(step, system, part, graph, stages, sp, placement or "auto",
+                        plans.note if looked else "")
 
 
 def pin_graph(graph: OpGraph, hw: Hardware, db: Database | None) -> OpGraph:

@@ -64,6 +64,7 @@ class StepFigures:
     link_bytes: float = 0.0
     budgets: tuple[dict, ...] = ()  # every stage's, per device
     candidates: tuple[dict, ...] = ()
+    plans_from: str = ""  # whose stored fusion and placement plans were taken
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -154,7 +155,8 @@ def simulate_step(step: Step, system: System, *, db: Database | None = None,
         budget=cs.budget.to_dict(), max_batch=min(max_batch(st) for st in cs.stages),
         partition=cs.partition.to_dict(), devices=cs.partition.devices,
         comm_ns=res.comm_ns, comm_share=res.comm_share, link_bytes=res.link_bytes,
-        budgets=tuple(st.budget.to_dict() for st in cs.stages), candidates=cands)
+        budgets=tuple(st.budget.to_dict() for st in cs.stages), candidates=cands,
+        plans_from=cs.plans_from)
 
 
 def choose_placement(step: Step, system: System, *, db: Database | None = None,

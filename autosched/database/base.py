@@ -97,6 +97,10 @@ class Database(abc.ABC):
         """The fusion plan recorded for ``key`` on this hardware, if any."""
         return None
 
+    def plan_keys(self, hw_fingerprint: str) -> list[str]:
+        """Every key a plan is recorded under on this hardware, sorted."""
+        return []
+
     def commit_many(self, ms: Iterable[Measurement]) -> int:
         """Commit each measurement; returns how many were new."""
         return sum(self.commit(m) for m in ms)

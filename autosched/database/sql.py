@@ -137,6 +137,11 @@ class SqlDatabase(Database):
         rows = self.execute(lambda c: c.execute(q).all())
         return json.loads(rows[0][0]) if rows else None
 
+    def plan_keys(self, hw_fingerprint: str) -> list[str]:
+        q = sa.select(plans.c.key).where(plans.c.hw_fingerprint == hw_fingerprint) \
+            .order_by(plans.c.key)
+        return [r[0] for r in self.execute(lambda c: c.execute(q).all())]
+
     def __len__(self) -> int:
         q = sa.select(sa.func.count()).select_from(measurements)
         return int(self.execute(lambda c: c.execute(q).scalar_one()))

@@ -61,5 +61,8 @@ class RunDatabase(Database):
     def plan(self, key: str, hw_fingerprint: str) -> dict | None:
         return self.inner.plan(key, hw_fingerprint)
 
+    def plan_keys(self, hw_fingerprint: str) -> list[str]:
+        return self.inner.plan_keys(hw_fingerprint)
+
     def __len__(self) -> int:
         return len(self.inner)

@@ -102,6 +102,24 @@ class PlanKey:
         context = None if kind is PlanKind.FUSION else step.context
         return cls(kind, step.name, step.phase, step.batch, context)
 
+    @classmethod
+    def parse(cls, text: str) -> PlanKey | None:
+        """The key ``str(key)`` wrote, or None for text no key writes (a model name may
+        hold colons: the fields are read from the right)."""
+        kind, rest = PlanKind.FUSION, text
+        if text.startswith(f"{PlanKind.PLACEMENT}:"):
+            kind, rest = PlanKind.PLACEMENT, text[len(f"{PlanKind.PLACEMENT}:"):]
+        parts = rest.rsplit(":", 3 if kind is PlanKind.PLACEMENT else 2)
+        want = 4 if kind is PlanKind.PLACEMENT else 3
+        if len(parts) != want or parts[1] not in PHASES:
+            return None
+        nums = parts[2:]
+        if not all(len(t) > 1 and t[0] == c and t[1:].isdigit()
+                   for t, c in zip(nums, "bc", strict=False)):
+            return None
+        context = int(nums[1][1:]) if kind is PlanKind.PLACEMENT else None
+        return cls(kind, parts[0], parts[1], int(nums[0][1:]), context)
+
     def __str__(self) -> str:
         if self.kind is PlanKind.FUSION:
             return f"{self.model}:{self.phase}:b{self.batch}"

@@ -62,3 +62,30 @@ def test_after_a_simulator_change_nothing_is_exact(tuned, monkeypatch, capsys):
     assert main(["simulate", "--model", str(config), "--context", "16"]) == 0
     head = capsys.readouterr().out.splitlines()[0]
     assert "exact" not in head and "nearest" not in head
+
+
+def test_a_step_between_tuned_buckets_takes_the_nearest_bucket_s_plans(tuned, monkeypatch,
+                                                                        capsys):
+    """Tuned at context 16 only: a step at context 24 (or batch 2) takes that bucket's
+    fusion and placement plans and ``simulate``, ``compile`` and ``run`` say so."""
+    folder, config = tuned
+    monkeypatch.chdir(folder)
+    capsys.readouterr()
+    assert main(["simulate", "--model", str(config), "--context", "24"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1] == ("plans of the nearest tuned bucket, decode batch 1 context 16 "
+                        "(decode batch 1 context 24 has none of its own)")
+    assert main(["simulate", "--model", str(config), "--context", "16", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["plans_from"] == \
+        "plans tuned for decode batch 1 context 16"
+    assert main(["compile", "--model", str(config), "--context", "16", "--batch", "2",
+                 "-o", "p2.json"]) == 0
+    assert "plans of the nearest tuned bucket, decode batch 1 context 16 (decode batch 2 " \
+        "context 16 has none of its own)" in capsys.readouterr().out
+    assert main(["run", "--model", str(config), "--steps", "2", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["plans_from"].startswith(
+        "plans of the nearest tuned bucket, decode batch 1 context 16")
+    assert main(["simulate", "--model", str(config), "--context", "24", "--phase", "prefill",
+                 "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["plans_from"] == \
+        "no tuned plans for this model and phase"
