@@ -105,7 +105,7 @@ SHAPE = st.tuples(
 )
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow],
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow],
           derandomize=True)
 @given(SHAPE)
 def test_sampled_points_match_numpy(case) -> None:
