@@ -37,11 +37,17 @@ class StoredPlans:
         """One line for the user: whose plans these are."""
         if self.bucket is not None:
             b = self.bucket
-            return (f"plans of the nearest tuned bucket, {b.phase} batch {b.batch} context "
-                    f"{b.context} ({self.asked} has none of its own)")
+            return (f"plans of the nearest tuned bucket, {_bucket(b.phase, b.batch, b.context)}"
+                    f" ({self.asked} has none of its own)")
         if self.fusion is not None or self.placement is not None:
             return f"plans tuned for {self.asked}"
         return "no tuned plans for this model and phase"
+
+
+def _bucket(phase: str, batch: int, context: int | None) -> str:
+    """``decode batch 8 context 1024`` / ``prefill batch 1 prompt 128``, as
+    :meth:`~autosched.ir.Step.describe` words a step."""
+    return f"{phase} batch {batch} {'context' if phase == 'decode' else 'prompt'} {context}"
 
 
 def bucket_distance(a: PlanKey, batch: int, context: int) -> float:
@@ -54,7 +60,7 @@ def stored_plans(db: Database | None, step: Step | None, hw: Hardware) -> Stored
     the nearest stored bucket of its model and phase."""
     if db is None or step is None:
         return StoredPlans()
-    asked = f"{step.phase} batch {step.batch} context {step.context}"
+    asked = _bucket(step.phase, step.batch, step.context)
     own_f = db.plan(str(PlanKey.of(PlanKind.FUSION, step)), hw.fingerprint)
     own_p = db.plan(str(PlanKey.of(PlanKind.PLACEMENT, step)), hw.fingerprint)
     if own_p is not None:

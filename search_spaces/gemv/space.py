@@ -250,7 +250,7 @@ def _packing_tiles(pl: Any, kslice: int) -> list[int]:
     step = 2 if pl.opts.double_buffer else 1
     out, least = [], None
     for t in (pl.T >> i for i in range(pl.T.bit_length())):
-        if t < pl.g or t << (pl.T.bit_length() - t.bit_length()) != pl.T:
+        if t < pl.g or pl.T % t:  # halvings of the tile, down to the unit's group
             break
         pad = round_up(kslice, t * step)
         if least is None or pad < least:
