@@ -5,8 +5,9 @@ view of its workloads in the step, then fusion.
 would never be found by the other; this module is the one place that decides them. The
 capture (:mod:`autosched.frontend`) produces the operator graph, each family adapts its
 workloads to the step (attention: the KV ``capacity`` reserved and the sliding
-``window``), and fusion (:mod:`autosched.fusion`) rewrites the graph by a plan. Norm
-``eps`` and linear ``bias`` come from the captured graph itself.
+``window``; moe: the layer's measured ``route``), and fusion (:mod:`autosched.fusion`)
+rewrites the graph by a plan. Norm ``eps`` and linear ``bias`` come from the captured
+graph itself.
 """
 
 from __future__ import annotations
@@ -51,7 +52,9 @@ def _adapted(graph: OpGraph, step: Step) -> OpGraph:
     nodes = []
     for n in graph.nodes:
         window = step.model.window(n.layer) if n.layer is not None else 0
-        w = family_of(n.workload).adapt(n.workload, window=window, capacity=capacity)
+        route = step.model.route(n.layer) if n.layer is not None else ()
+        w = family_of(n.workload).adapt(n.workload, window=window, capacity=capacity,
+                                        route=route)
         nodes.append(dataclasses.replace(n, workload=w))
     return dataclasses.replace(graph, nodes=tuple(nodes))
 

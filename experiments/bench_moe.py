@@ -11,7 +11,7 @@ best such point; the rest of the step stays as compiled); ``naive``: the space's
 fastest point of the
 moe space (placement, rows per dispatched trip, experts over channel groups), tiles
 larger than an expert's expected rows left out (they only add padding rows). Skewed
-routing is Zipf (p_j ~ 1/(j+1)^1.2) written as a routing file. Prints a table; ``--plot``
+routing is Zipf (p_j ~ 1/(j+1)^1.2), as ``--routing`` would give it. Prints a table; ``--plot``
 saves tokens/s per batch; ``--json`` the rows.
 
     python -m experiments.bench_moe --plot docs/moe.png
@@ -21,13 +21,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import tempfile
 from pathlib import Path
 
 import numpy as np
 
 from autosched.api import simulate_model
 from autosched.families.moe import active_path
+from autosched.families.moe.routing import encode
 from autosched.families.registry import build, family_of, space_of
 from autosched.pipeline import with_attrs
 from search_spaces import Workload
@@ -55,11 +55,10 @@ def parse_key(key: str) -> Workload:
     return Workload.make(op, dtype, attrs or None, **d)
 
 
-def skewed_file(e: int, folder: Path) -> str:
+def skewed(e: int) -> str:
+    """Zipf routing over ``e`` experts as the workload's ``route`` attribute holds it."""
     probs = 1.0 / np.arange(1, e + 1) ** 1.2
-    path = folder / f"zipf{e}.json"
-    path.write_text(json.dumps({"experts": e, "probs": (probs / probs.sum()).tolist()}))
-    return str(path)
+    return encode(probs / probs.sum())
 
 
 def node_ns(w: Workload, point: dict, hw) -> float:
@@ -78,7 +77,7 @@ def search(w: Workload, hw) -> dict[str, tuple[float, dict]]:
             "tuned": min(timed, key=lambda t: t[0])}
 
 
-def rows_for(model: str, contexts: list[int], batches: list[int], folder: Path) -> list[dict]:
+def rows_for(model: str, contexts: list[int], batches: list[int]) -> list[dict]:
     cfg, hw_name, part = MODELS[model]
     hw = load_system(hw_name).device
     out = []
@@ -97,7 +96,7 @@ def rows_for(model: str, contexts: list[int], batches: list[int], folder: Path) 
             rest = fig.latency_ns - layers * moe["latency_ns"]
             for routing in ("uniform", "skewed"):
                 w = w0 if routing == "uniform" else with_attrs(
-                    w0, route=skewed_file(w0.dims["e"], folder))
+                    w0, route=skewed(w0.dims["e"]))
                 found = search(w, hw)
                 row = {"model": model, "system": hw_name, "partition": fig.partition,
                        "comm_share": fig.comm_share, "context": ctx, "batch": batch,
@@ -165,9 +164,8 @@ def main(argv: list[str] | None = None) -> list[dict]:
     ctxs = [int(x) for x in args.contexts.split(",")]
     print(HEADER)
     rows: list[dict] = []
-    with tempfile.TemporaryDirectory() as tmp:
-        for model in args.models.split(","):
-            rows += rows_for(model, ctxs, ints, Path(tmp))
+    for model in args.models.split(","):
+        rows += rows_for(model, ctxs, ints)
     if args.plot:
         plot(rows, args.plot)
     if args.json:

@@ -14,12 +14,14 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from sim.errors import AutoschedError
+
 from ..defaults import DB_DEFAULT
 from .checks import output_file, positive, write_atomic
 from .lookup_cmd import open_existing
 from .numbers import integer
 from .output import kv_table, print_json, table
-from .steps import budget_rows, partition_arg, resolve_partition, resolve_step
+from .steps import ROUTING_HELP, budget_rows, partition_arg, resolve_partition, resolve_step
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -48,6 +50,7 @@ def _step(p: argparse.ArgumentParser) -> None:
     p.add_argument("--partition", default=None, metavar="TPxPP",
                    help="devices per stage x stages on a multi-device system "
                         "(default: the fastest that fits)")
+    p.add_argument("--routing", default=None, metavar="FILE", help=ROUTING_HELP)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -71,6 +74,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--partition", default=None, metavar="TPxPP",
                    help="devices per stage x stages on a multi-device system")
     r.add_argument("--json", action="store_true")
+    r.add_argument("--record-routing", default=None, metavar="FILE",
+                   help="a mixture of experts: write how often each layer's router chose "
+                        "each expert over the generated tokens (the file --routing reads)")
     r.set_defaults(run=_run)
 
 
@@ -236,6 +242,10 @@ def _run(args: argparse.Namespace) -> int:
     positive(args.steps, "--steps")
     db, source, kw = schedule_source(args)
     step, system = resolve_step(args, phase="decode", batch=1, context=args.steps)
+    record = args.record_routing and output_file(args.record_routing, "--record-routing",
+                                                 force=True, protect=(args.db or "",))
+    if record and not step.model.experts:
+        raise AutoschedError(f"--record-routing: {step.model.name} has no routed experts")
     part = resolve_partition(args.partition, step, system)
     rep = run_check(args.model, system, partition=part, steps=args.steps, db=db,
                     seed=args.seed, quantize=args.quantize, **kw)
@@ -258,6 +268,14 @@ def _run(args: argparse.Namespace) -> int:
         if rep.fp16_max_rel_err is not None:
             print(f"against the float model (what {args.quantize} costs): max rel err "
                   f"{rep.fp16_max_rel_err:.3g}")
+    if record:  # the tokens the run fed: the first, then each step's but the last
+        from autosched.families.moe.record import record_routing
+
+        fed = [1] + [int(r["token"]) for r in rep.steps][:-1]
+        data = record_routing(args.model, fed, record, seed=args.seed)
+        if not args.json:
+            print(f"routing over {len(fed)} tokens in {len(data['layers'])} layers written "
+                  f"to {record}")
     if args.check and not rep.passed:
         return 1
     return 0

@@ -5,28 +5,45 @@ from __future__ import annotations
 
 import argparse
 
-__all__ = ["budget_rows", "partition_arg", "resolve_partition", "resolve_step"]
+__all__ = ["ROUTING_HELP", "budget_rows", "partition_arg", "resolve_partition", "resolve_step",
+           "with_model_flags"]
+
+ROUTING_HELP = ("a mixture of experts: the routing measured from prompts (what `autosched "
+                "run --record-routing` writes) instead of uniform")
 
 
 def resolve_step(args: argparse.Namespace, *, phase: str | None = None,
                  batch: int | None = None, context: int | None = None,
                  capacity: int | None = None):
-    """The :class:`~autosched.ir.Step` and the system of ``--model``/``--hw`` and the step
-    flags (each keyword overrides its flag)."""
+    """The :class:`~autosched.ir.Step` and the system of ``--model``/``--hw`` (as
+    ``--quantize`` and ``--routing`` change it) and the step flags (each keyword
+    overrides its flag)."""
     from autosched.pipeline import step_of
     from sim.system import load_system
 
     system = load_system(args.hw)
     model = args.model
-    if getattr(args, "quantize", None):
+    if getattr(args, "quantize", None) or getattr(args, "routing", None):
         from autosched.frontend import get_model_config
-        from autosched.frontend.quantized import with_quantization
 
-        model = with_quantization(get_model_config(model), args.quantize)
+        model = with_model_flags(get_model_config(model), args)
     step = step_of(model, phase=phase or getattr(args, "phase", "decode"),
                    batch=batch or getattr(args, "batch", 1),
                    context=context or getattr(args, "context", None), capacity=capacity)
     return step, system
+
+
+def with_model_flags(cfg, args: argparse.Namespace):
+    """``cfg`` as ``--quantize`` and ``--routing`` change it (each when given)."""
+    if getattr(args, "quantize", None):
+        from autosched.frontend.quantized import with_quantization
+
+        cfg = with_quantization(cfg, args.quantize)
+    if getattr(args, "routing", None):
+        from autosched.frontend.routed import with_routing
+
+        cfg = with_routing(cfg, args.routing)
+    return cfg
 
 
 def partition_arg(text: str | None, step, system):

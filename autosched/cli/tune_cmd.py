@@ -14,6 +14,7 @@ from sim.errors import AutoschedError
 from .checks import output_file, positive, write_atomic
 from .numbers import integer, real
 from .output import kv_table, table
+from .steps import ROUTING_HELP, with_model_flags
 
 if TYPE_CHECKING:
     from ..search import Progress
@@ -30,6 +31,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--quantize", default=None, metavar="w8|w4g128",
                    help="quantize every linear but the LM head to this weight format on "
                         "the fly (round to nearest)")
+    p.add_argument("--routing", default=None, metavar="FILE", help=ROUTING_HELP)
     p.add_argument("--phase", type=_phases, default=["decode"], metavar="decode|prefill[,..]",
                    help="decode or prefill; a comma list tunes a serving profile")
     p.add_argument("--batch", type=_listed(integer("--batch")), default=[1], metavar="B[,..]",
@@ -154,11 +156,7 @@ def _run(args: argparse.Namespace) -> int:
     # every input checked before the database is opened (a refused tune creates nothing)
     check_location(args.db)  # a folder, a device, an in-memory URL: refused at once
     hw = load_system(args.hw)
-    cfg = get_model_config(args.model)
-    if args.quantize:
-        from ..frontend.quantized import with_quantization
-
-        cfg = with_quantization(cfg, args.quantize)
+    cfg = with_model_flags(get_model_config(args.model), args)
     _check(args, cfg)
     report = output_file(args.report, "--report", force=True) if args.report else None
     if args.cost_model != "none":

@@ -85,10 +85,7 @@ class Partition:
 
 def experts_of(cfg: Any) -> int:
     """The routed experts of ``cfg`` (0 for a dense model)."""
-    import json
-
-    hf = json.loads(cfg.hf) if getattr(cfg, "hf", "") else {}
-    return int(hf.get("num_local_experts") or hf.get("num_experts") or 0)
+    return int(getattr(cfg, "experts", 0))
 
 
 def tp_reasons(cfg: Any, tp: int, experts: bool = False) -> list[str]:

@@ -138,9 +138,11 @@ class Family(abc.ABC):
         return all(point[p] == side for p in self.engine_params if p in point)
 
     # ---- the workload in a step ----------------------------------------------------
-    def adapt(self, workload: Workload, *, window: int, capacity: int) -> Workload:
+    def adapt(self, workload: Workload, *, window: int, capacity: int,
+              route: tuple[float, ...] = ()) -> Workload:
         """The workload as a step reserving ``capacity`` cache positions runs it, in a
-        layer attending to the last ``window`` positions (0: all)."""
+        layer attending to the last ``window`` positions (0: all) whose router picks its
+        experts with probabilities ``route`` (``()``: uniformly)."""
         return workload
 
     def with_context(self, workload: Workload, context: int) -> Workload:

@@ -71,6 +71,7 @@ class ModelConfig:
     layer_kinds: tuple[str, ...] = ()
     quant: str = ""  # weight format of the quantized linears ("" none): sim.formats names
     quant_ignore: tuple[str, ...] = ()  # modules left in float (names or "re:" patterns)
+    routing: tuple[tuple[float, ...], ...] = ()  # expert probabilities: see route()
 
     def __post_init__(self) -> None:
         n = self.name or self.model_type
@@ -111,6 +112,10 @@ class ModelConfig:
             if not ok:
                 raise fail(n, f"quant {self.quant!r} is not an integer weight format "
                               "(w8, w4g128, w4g64a...)")
+        if len(self.routing) not in (0, 1, self.layers) or not all(
+                isinstance(p, float) and 0 <= p <= 1 for r in self.routing for p in r):
+            raise fail(n, f"routing must hold one row of expert probabilities, or one per "
+                          f"layer ({self.layers}), each in [0, 1]")
         if self.layer_kinds and len(self.layer_kinds) != self.layers:
             raise fail(n, f"layer_kinds lists {len(self.layer_kinds)} layers, not {self.layers}")
         if self.hf:  # the rest holds for configs made from the summary alone
@@ -146,6 +151,21 @@ class ModelConfig:
         """What sets layer ``layer`` apart besides its window ("" when nothing does)."""
         return self.layer_kinds[layer] if self.layer_kinds else ""
 
+    @property
+    def experts(self) -> int:
+        """Routed experts per sparse layer (0 for a dense model)."""
+        import json
+
+        hf = json.loads(self.hf) if self.hf else {}
+        return int(hf.get("num_local_experts") or hf.get("num_experts") or 0)
+
+    def route(self, layer: int) -> tuple[float, ...]:
+        """Layer ``layer``'s expert probabilities, a routing measured from prompts (``()``:
+        uniform, the default); one row of ``routing`` holds for every layer."""
+        if len(self.routing) == 1:
+            return self.routing[0]
+        return self.routing[layer] if self.routing else ()
+
     def subset(self, layers: tuple[int, ...]) -> ModelConfig:
         """This model with only the decoder layers ``layers`` (in that order), each keeping
         its window and kind: what capture builds to see a few layers of each kind."""
@@ -169,6 +189,7 @@ class ModelConfig:
         d["full_layers"] = tuple(d.get("full_layers", ()))
         d["layer_kinds"] = tuple(d.get("layer_kinds", ()))
         d["quant_ignore"] = tuple(d.get("quant_ignore", ()))
+        d["routing"] = tuple(tuple(float(p) for p in r) for r in d.get("routing", ()))
         return cls(**d)
 
     @classmethod

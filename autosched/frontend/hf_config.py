@@ -246,9 +246,10 @@ def subset(cfg: ModelConfig, layers: tuple[int, ...]) -> ModelConfig:
         raise fail(cfg.name, f"layers {layers} are not among 0..{cfg.layers - 1}")
     full = tuple(j for j, i in enumerate(layers) if i in cfg.full_layers)
     kinds = tuple(cfg.layer_kinds[i] for i in layers) if cfg.layer_kinds else ()
+    route = tuple(cfg.routing[i] for i in layers) if len(cfg.routing) > 1 else cfg.routing
     if not cfg.hf:
         return dataclasses.replace(cfg, layers=len(layers), full_layers=full,
-                                   layer_kinds=kinds)
+                                   layer_kinds=kinds, routing=route)
     c = to_hf(cfg)
     d = c.to_dict()
     for key in _PER_LAYER:
@@ -263,4 +264,4 @@ def subset(cfg: ModelConfig, layers: tuple[int, ...]) -> ModelConfig:
     name = next(k for k in ("num_hidden_layers", "n_layer", "num_layers") if k in d)
     d[name] = len(layers)
     return dataclasses.replace(cfg, layers=len(layers), full_layers=full, layer_kinds=kinds,
-                               hf=_canonical(d))
+                               hf=_canonical(d), routing=route)

@@ -4,7 +4,7 @@ Workload ``moe`` (dims ``m`` rows, ``n`` hidden, ``i`` one expert's intermediate
 ``e`` experts, ``k`` experts per row, ``s`` the shared expert's intermediate width, 1
 when there is none; attrs ``act`` the experts' activation, ``norm`` 1 when the top-k
 weights are renormalised to sum to one, ``shared`` 1 with a sigmoid-gated shared
-expert, ``route`` the routing distribution's name, ``uniform`` by default).
+expert, ``route`` the layer's expert probabilities ``/``-separated, ``uniform`` by default).
 
 Every expert's weights stay in the banks; the host computes the routing from the router
 GEMV and dispatches the chosen experts (``sim.program.Dispatch``), each a GEMM over the

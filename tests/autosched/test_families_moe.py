@@ -1,7 +1,7 @@
 """The moe family: every point of its space computes the mixture the reference does and
 is never faster than the bound; the expected path spreads experts over devices and
-groups; a routing file is read or refused; experts split over four devices check
-against ``transformers``."""
+groups; experts split over four devices check against ``transformers``, and the routing
+their run records drives ``simulate --routing`` (the file itself: test_frontend_routed)."""
 
 from __future__ import annotations
 
@@ -11,10 +11,9 @@ import numpy as np
 import pytest
 
 from autosched.families.moe import MoeFamily, active_path
-from autosched.families.moe.routing import expected_rows, load
+from autosched.families.moe.routing import expected_rows
 from autosched.families.registry import build, space_of
 from search_spaces import Workload
-from sim.errors import AutoschedError
 from sim.hwio import load_hardware
 from sim.timing.engine import simulate
 
@@ -60,39 +59,28 @@ def test_the_expected_path_spreads_and_counts_rows() -> None:
     assert active_path(w)[:4].sum() == 1
 
 
-def test_a_routing_file_is_read_or_refused(tmp_path) -> None:
-    good = tmp_path / "r.json"
-    good.write_text(json.dumps({"experts": 4, "probs": [[0.4, 0.2, 0.2, 0.2],
-                                                        [0.2, 0.4, 0.2, 0.2]]}))
-    assert np.allclose(load(good, 4), [0.3, 0.3, 0.2, 0.2])
-    with pytest.raises(AutoschedError, match="want 8"):
-        load(good, 8)
-    (tmp_path / "bad.json").write_text("{")
-    with pytest.raises(AutoschedError):
-        load(tmp_path / "bad.json", 4)
-
-
-def test_experts_split_over_four_devices_match_transformers(tmp_path, capsys) -> None:
+def test_experts_split_over_four_devices_match_transformers_and_record_their_routing(
+        tmp_path, capsys) -> None:
+    """The run also records its routing (``--record-routing``), which ``simulate
+    --routing`` then times: the moe workloads carry each layer's probabilities."""
     from autosched.cli import main
     from experiments.archs import tiny_checkpoint
 
     folder = tiny_checkpoint("qwen2_moe", tmp_path / "q")
+    routing = tmp_path / "routing.json"
     assert main(["run", "--model", str(folder), "--hw", "experiments/configs/aim-gddr6-x4.yaml",
                  "--partition", "ep4x1", "--check", "--steps", "3", "--db", "none",
-                 "--json"]) == 0
+                 "--json", "--record-routing", str(routing)]) == 0
     rep = json.loads(capsys.readouterr().out)
     assert rep["passed"] and rep["tokens_match"], rep
-
-
-def test_a_routing_recorded_from_a_checkpoint_run_loads(tmp_path) -> None:
-    from autosched.families.moe.record import record_routing
-    from experiments.archs import tiny_checkpoint
-
-    folder = tiny_checkpoint("olmoe", tmp_path / "o")
-    data = record_routing(folder, list(range(3, 40)), tmp_path / "r.json")
-    assert len(data["probs"]) == 2 and data["experts"] == 8
-    probs = load(tmp_path / "r.json", 8)
-    assert probs.shape == (8,) and abs(probs.sum() - 1) < 1e-9
-    w = Workload.make("moe", "fp16", {"route": str(tmp_path / "r.json")}, m=16, n=64, i=32,
-                      e=8, k=2, s=1)
-    assert active_path(w).sum() == 32
+    data = json.loads(routing.read_text())
+    assert data["experts"] == 4 and data["layers"] == [1] and data["tokens"] == 3  # 0: dense
+    assert all(abs(sum(p) - 1) < 1e-9 for p in data["probs"])
+    assert main(["simulate", "--model", str(folder), "--db", "none", "--batch", "4",
+                 "--routing", str(routing), "--json"]) == 0
+    ops = json.loads(capsys.readouterr().out)["ops"]
+    routes = {r["workload"].split("route=")[1].split(",")[0] for r in ops if r["op"] == "moe"}
+    assert routes == {"/".join(f"{p:.4g}" for p in row) for row in data["probs"]}
+    assert main(["run", "--model", "llama-tiny", "--steps", "2", "--db", "none",
+                 "--record-routing", str(tmp_path / "dense.json")]) == 2
+    assert "no routed experts" in capsys.readouterr().err

@@ -72,7 +72,8 @@ class AttentionFamily(Family):
                 Option(2 * t["bus"], soft, soft))
 
     # ---- the workload in a step ----------------------------------------------------
-    def adapt(self, workload: Workload, *, window: int, capacity: int) -> Workload:
+    def adapt(self, workload: Workload, *, window: int, capacity: int,
+              route: tuple[float, ...] = ()) -> Workload:
         extra = {"window": window} if 0 < window < capacity else {}
         return _with(workload, capacity=capacity, **extra)
 

@@ -10,6 +10,7 @@ import numpy as np
 
 from search_spaces import Space, Workload
 from search_spaces.moe import moe_default, moe_space
+from sim.errors import AutoschedError
 from sim.hardware import Hardware
 from sim.kernels import Kernel
 
@@ -24,9 +25,7 @@ Arr = np.ndarray
 
 
 def _probs(w: Workload) -> Arr:
-    src = str(w.attr("route", "uniform"))
-    e = w.dims["e"]
-    return np.full(e, 1.0 / e) if src == "uniform" else routing.load(src, e)
+    return routing.decode(str(w.attr("route", "uniform")), w.dims["e"])
 
 
 def active_path(w: Workload) -> Arr:
@@ -51,6 +50,19 @@ class MoeFamily(Family):
 
     def default(self, workload: Workload, hw: Hardware) -> dict:
         return moe_default(workload, hw)
+
+    def adapt(self, workload: Workload, *, window: int, capacity: int,
+              route: tuple[float, ...] = ()) -> Workload:
+        """The layer's measured routing as the ``route`` attribute (none: uniform)."""
+        if not route:
+            return workload
+        e = workload.dims["e"]
+        if len(route) != e:
+            raise AutoschedError(f"{workload.key}: a routing of {len(route)} experts for a "
+                                 f"layer of {e}")
+        from autosched.pipeline import with_attrs
+
+        return with_attrs(workload, route=routing.encode(route))
 
     def lower(self, workload: Workload, point: dict, hw: Hardware) -> Kernel:
         tile = min(int(point["tile"]), workload.dims["m"])

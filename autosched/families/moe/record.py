@@ -1,25 +1,32 @@
 """Record a routing distribution from a model run: how often each layer's router chose
-each expert over a sequence of tokens, as the file ``routing.load`` reads
-(``{"experts": e, "probs": [[...] per sparse layer]}``)."""
+each expert over a sequence of tokens, as the file ``--routing`` reads
+(:mod:`autosched.frontend.routed`: ``{"experts": e, "layers": [...], "probs": [[...] per
+sparse layer]}``)."""
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from autosched.ir.errors import ModelError
 from sim.writes import write_atomic
 
 __all__ = ["record_routing"]
 
 
-def _routers(model: Any) -> list[Any]:
-    """The routers of a ``transformers`` mixture of experts: a sparse block's ``gate``
-    that returns (logits, weights, indices)."""
-    return [mod for name, mod in model.named_modules()
-            if name.endswith(".gate") and hasattr(mod, "top_k") and hasattr(mod, "weight")]
+def _routers(model: Any) -> list[tuple[int, Any]]:
+    """(layer, router) of a ``transformers`` mixture of experts: a sparse block's ``gate``
+    that returns (logits, weights, indices), in a module path ``...layers.<i>...``."""
+    out = []
+    for name, mod in model.named_modules():
+        at = re.search(r"\.layers\.(\d+)\.", name)
+        if at and name.endswith(".gate") and hasattr(mod, "top_k") and hasattr(mod, "weight"):
+            out.append((int(at.group(1)), mod))
+    return out
 
 
 def record_routing(model: Any, tokens: list[int], path: str | Path, *, seed: int = 0) -> dict:
@@ -33,8 +40,8 @@ def record_routing(model: Any, tokens: list[int], path: str | Path, *, seed: int
     ref = load_source(model, seed=seed).reference
     routers = _routers(ref)
     if not routers:
-        raise ValueError("the model has no mixture-of-experts router")
-    e = int(routers[0].weight.shape[0])
+        raise ModelError("the model has no mixture-of-experts router to record")
+    e = int(routers[0][1].weight.shape[0])
     counts = np.zeros((len(routers), e))
 
     def hook(i: int):
@@ -43,7 +50,7 @@ def record_routing(model: Any, tokens: list[int], path: str | Path, *, seed: int
             np.add.at(counts[i], idx, 1)
         return fn
 
-    handles = [r.register_forward_hook(hook(i)) for i, r in enumerate(routers)]
+    handles = [r.register_forward_hook(hook(i)) for i, (_, r) in enumerate(routers)]
     try:
         with torch.no_grad():
             ref(input_ids=torch.tensor([tokens]))
@@ -51,6 +58,7 @@ def record_routing(model: Any, tokens: list[int], path: str | Path, *, seed: int
         for h in handles:
             h.remove()
     probs = counts / counts.sum(axis=1, keepdims=True)
-    data = {"experts": e, "tokens": len(tokens), "probs": probs.tolist()}
+    data = {"experts": e, "tokens": len(tokens), "layers": [i for i, _ in routers],
+            "probs": probs.tolist()}
     write_atomic(path, json.dumps(data), what="routing file")
     return data

@@ -10,27 +10,25 @@ counts each expert's dispatched trips of ``tile`` rows, ``combine`` sums the exp
 outputs back per row. These are registered as host ``extern`` ops under names carrying
 their parameters, so the functional simulator runs exactly this arithmetic.
 
-A routing *distribution* (``uniform``, or the probabilities a checkpoint run recorded,
-``record``/``load``) gives the expected path: how many rows each expert receives at a
-batch, which the timing simulator times and the bound counts.
+A routing *distribution* (``uniform``, or a layer's probabilities measured from prompts:
+``--routing FILE``, read by :mod:`autosched.frontend.routed`, carried by the workload's
+``route`` attribute as ``encode`` writes it) gives the expected path: how many rows each
+expert receives at a batch, which the timing simulator times and the bound counts.
 """
 
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import numpy as np
 
 from sim.errors import AutoschedError
-from sim.files import load_json
 from sim.host_ops import register_extern
 
-__all__ = ["combine", "expected_rows", "gather", "load", "register", "route", "spread", "trips"]
+__all__ = ["combine", "decode", "encode", "expected_rows", "gather", "register", "route",
+           "spread", "trips"]
 
 Arr = np.ndarray
-# a routing file holds a few probabilities per layer: 4 MB is far beyond any model
-ROUTING_LIMIT = 4 << 20
 
 
 def route(logits: Arr, e: int, k: int, norm: bool) -> Arr:
@@ -157,16 +155,21 @@ def expected_rows(m: int, k: int, probs: Arr, ep: int = 1) -> Arr:
     return rows[:e]
 
 
-def load(path: str | Path, e: int) -> Arr:
-    """A recorded routing distribution (``{"experts": e, "probs": [...]}`` per layer or
-    one list for all): the mean over layers, ``[e]``."""
-    d = load_json(path, limit=ROUTING_LIMIT, what="routing file")
+def encode(probs: tuple[float, ...] | Arr) -> str:
+    """A layer's expert probabilities as the workload attribute ``route`` holds them
+    (``/``-separated, 4 significant digits: what ``expected_rows`` can tell apart)."""
+    return "/".join(f"{float(p):.4g}" for p in probs)
+
+
+def decode(text: str, e: int) -> Arr:
+    """``[e]`` probabilities of a ``route`` attribute (``uniform``: ``1/e`` each)."""
+    if text == "uniform":
+        return np.full(e, 1.0 / e)
     try:
-        probs = np.asarray(d["probs"], np.float64)  # type: ignore[index]
-    except (ValueError, KeyError, TypeError) as err:
-        raise AutoschedError(f"routing file {path}: {err}") from None
-    probs = probs.reshape(-1, probs.shape[-1]).mean(axis=0)
+        probs = np.array([float(p) for p in text.split("/")], np.float64)
+    except ValueError:
+        raise AutoschedError(f"route {text[:40]!r}: not '/'-separated probabilities") from None
     if probs.shape != (e,) or not np.all(probs >= 0) or not math.isclose(probs.sum(), 1.0,
-                                                                            rel_tol=1e-3):
-        raise AutoschedError(f"routing file {path}: want {e} probabilities summing to 1")
+                                                                            rel_tol=1e-2):
+        raise AutoschedError(f"route of {len(probs)} probabilities: want {e} summing to 1")
     return probs / probs.sum()
