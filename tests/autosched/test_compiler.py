@@ -55,25 +55,41 @@ def test_check_fails_on_wrong_weights(monkeypatch) -> None:
     assert not run_check("llama-tiny", "aim-gddr6", steps=2).passed
 
 
+def _prefill_error(model: object, hw: str, ids: np.ndarray, fusion: dict | None) -> float:
+    """The prefill step's last-token logits against the ``transformers`` model's, as the
+    largest error relative to the largest logit."""
+    from transformers import StaticCache
+
+    cm = compile_model(model, hw, phase="prefill", context=ids.shape[1], fusion=fusion)
+    src = load_source(cm.cfg, dtype=cm.cfg.dtype if hw == "hbm-pim" else "bf16")
+    mems = cm.memories()
+    cm.place(mems, src.weights)
+    out = cm.outputs(cm.execute(mems, src.weights, ids, np.arange(ids.shape[1])))
+    cache = StaticCache(config=src.reference.config, max_cache_len=ids.shape[1])
+    with torch.no_grad():
+        want = src.reference(input_ids=torch.from_numpy(ids), cache=cache, use_cache=True,
+                             logits_to_keep=1).logits.float()
+    want = want.reshape(-1).numpy()
+    got = out[cm.logits][: cm.cfg.vocab]
+    return float(np.max(np.abs(got - want)) / np.max(np.abs(want)))
+
+
 @pytest.mark.parametrize("fusion", [None, FULL_FUSION])
 def test_prefill_with_several_rows_matches_torch(fusion) -> None:
     """Three prompt tokens: glue kernels gather rows and the last token's row for the head."""
-    from transformers import StaticCache
+    assert _prefill_error("llama-tiny", "aim-gddr6", np.array([[5, 17, 3]]), fusion) <= 0.02
 
-    hw = "aim-gddr6"
-    cm = compile_model("llama-tiny", hw, phase="prefill", context=3, fusion=fusion)
-    src = load_source(cm.cfg, dtype="bf16")
-    mems = cm.memories()
-    cm.place(mems, src.weights)
-    ids = np.array([[5, 17, 3]])
-    out = cm.outputs(cm.execute(mems, src.weights, ids, np.arange(3)))
-    cache = StaticCache(config=src.reference.config, max_cache_len=3)
-    with torch.no_grad():
-        want = src.reference(input_ids=torch.from_numpy(ids), cache=cache, use_cache=True,
-                             logits_to_keep=1).logits
-    want = want.reshape(-1).numpy()
-    got = out[cm.logits][: cm.cfg.vocab]
-    assert np.max(np.abs(got - want)) <= 0.02 * np.max(np.abs(want))
+
+def test_a_prompt_longer_than_its_sliding_window_matches_torch() -> None:
+    """Nine prompt tokens through a 4-position window (Gemma 3: a sliding layer, then a
+    full one): the slice of positions the window's cache keeps joins the attention, which
+    masks each query's positions outside the window."""
+    from experiments.archs import tiny_config
+
+    cfg = tiny_config("gemma3_text")
+    assert cfg.sliding_window == 4
+    ids = np.array([[5, 17, 3, 44, 9, 80, 23, 61, 12]])
+    assert _prefill_error(cfg, "hbm-pim", ids, FULL_FUSION) <= 0.01
 
 
 def test_simulate_figures_are_consistent() -> None:

@@ -1,7 +1,8 @@
 """The attention family's recogniser: ``scaled_dot_product_attention`` (any backend
 variant), or ``softmax(q @ k^T * scale + mask) @ v`` spelled out (with Gemma's logit
 soft-capping ``tanh(s / c) * c``); keys and values are traced through the cache writes
-(``index_copy``, ``index_put``, ``copy_``, ``roll``, ``cat``) to the new tokens', and a
+(``index_copy``, ``index_put``, ``copy_``, ``roll``, ``cat``, and the slice of the last
+positions a sliding window keeps of a longer prompt) to the new tokens', and a
 leftover write of new keys or values joins its attention (:func:`absorb_write`).
 """
 
@@ -33,8 +34,8 @@ def new_values(g: AtenGraph, node: object, seen: set[Node]) -> list[Node]:
     if name in ("copy_", "copy"):
         seen.add(node)
         return new_values(g, node.args[1], seen)
-    if name == "roll":
-        seen.add(node)
+    if name == "roll" or name == "slice" and _on_positions(g, node):
+        seen.add(node)  # a ring rotated, or the last positions a sliding window keeps
         return new_values(g, node.args[0], seen)
     if name in _WRITES:
         seen.add(node)
@@ -45,6 +46,13 @@ def new_values(g: AtenGraph, node: object, seen: set[Node]) -> list[Node]:
         seen.add(node)  # positions appended to a cache (not halves of a head joined)
         return [v for a in node.args[0] for v in new_values(g, a, seen)]
     return [node]
+
+
+def _on_positions(g: AtenGraph, node: Node) -> bool:
+    """Whether a ``slice`` cuts the positions axis (second from last) of a cache layout."""
+    rank = len(g.shape(node))
+    dim = node.args[1] if len(node.args) > 1 else 0
+    return rank == 4 and isinstance(dim, int) and dim % rank == rank - 2
 
 
 _SDPA = ("scaled_dot_product_attention", "_scaled_dot_product_flash_attention_for_cpu",
