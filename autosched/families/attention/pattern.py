@@ -33,9 +33,13 @@ def new_values(g: AtenGraph, node: object, seen: set[Node]) -> list[Node]:
     name = opname(node)
     if name in ("copy_", "copy"):
         seen.add(node)
-        return new_values(g, node.args[1], seen)
-    if name == "roll" or name == "slice" and _on_positions(g, node):
-        seen.add(node)  # a ring rotated, or the last positions a sliding window keeps
+        src = node.args[1]
+        if _kept_positions(g, src, node):  # the last positions a sliding window keeps
+            seen.add(src)
+            src = src.args[0]
+        return new_values(g, src, seen)
+    if name == "roll":
+        seen.add(node)
         return new_values(g, node.args[0], seen)
     if name in _WRITES:
         seen.add(node)
@@ -48,10 +52,14 @@ def new_values(g: AtenGraph, node: object, seen: set[Node]) -> list[Node]:
     return [node]
 
 
-def _on_positions(g: AtenGraph, node: Node) -> bool:
-    """Whether a ``slice`` cuts the positions axis (second from last) of a cache layout."""
-    rank = len(g.shape(node))
-    dim = node.args[1] if len(node.args) > 1 else 0
+def _kept_positions(g: AtenGraph, src: object, copy: Node) -> bool:
+    """Whether ``src``, copied by ``copy``, is a slice of the positions axis (second from
+    last of a cache layout) that only this copy reads: a window's cache keeping the last
+    positions of a longer prompt (a slice of heads, as Falcon takes its keys, is not)."""
+    if not isinstance(src, Node) or opname(src) != "slice" or g.users[src] != [copy]:
+        return False
+    rank = len(g.shape(src))
+    dim = src.args[1] if len(src.args) > 1 else 0
     return rank == 4 and isinstance(dim, int) and dim % rank == rank - 2
 
 
