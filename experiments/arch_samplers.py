@@ -213,7 +213,8 @@ SAMPLERS: dict[str, Callable[[Picker], Config]] = {
     "cohere2": _llama_like("cohere2", _types, explicit=False, even_heads=True),
     "mixtral": _llama_like("mixtral", _experts("num_local_experts", norm=False), _window),
     "qwen3_moe": _llama_like("qwen3_moe", _experts("num_experts", moe_width=True)),
-    "olmoe": _llama_like("olmoe", _experts("num_experts")),
+    # OLMoE's q norm spans hidden_size: transformers runs it only at head_dim = hidden / heads
+    "olmoe": _llama_like("olmoe", _experts("num_experts"), explicit=False),
     "qwen2_moe": _llama_like("qwen2_moe", _experts("num_experts", moe_width=True,
                                                    shared=True)),
 }
