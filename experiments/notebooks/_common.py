@@ -13,7 +13,7 @@ import os
 import sys
 from pathlib import Path
 
-__all__ = ["bench_config", "setup"]
+__all__ = ["bench_config", "quick_cases", "setup"]
 
 ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
@@ -39,3 +39,15 @@ def bench_config(quick: bool):
     if quick:
         return Config.of(True, budget=16)
     return Config.of(False)
+
+
+def quick_cases(presets: tuple[str, ...]) -> list:
+    """Two small attention shapes (16 and 32 positions, two query heads on one KV head of
+    16) on each preset: a few hundred points per case, so the held-out workload and
+    hardware folds of the cost-model notebook run in seconds."""
+    from experiments.bench_search import Case
+    from search_spaces import Workload
+
+    return [Case("toy", f"attention-l{n}", p,
+                 Workload.make("attention", b=1, q=1, h=2, kvh=1, d=16, l=n))
+            for n in (16, 32) for p in presets]

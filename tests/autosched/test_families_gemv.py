@@ -15,12 +15,10 @@ import functools
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 from autosched.families import FAMILIES, build, family_of
 from autosched.families.gemv import gemv_bound_terms
-from search_spaces import ScheduleError, Workload
+from search_spaces import ScheduleError, Space, Workload
 from sim.bound import bound
 from sim.hwio import load_hardware
 from sim.isa import HostOp
@@ -35,9 +33,27 @@ SHAPES = [(1, 40, 64), (3, 96, 250), (2, 34, 130)]
 
 
 @functools.cache
-def points(hw_name: str, m: int, n: int, k: int) -> tuple[dict, ...]:
+def space_of(hw_name: str, m: int, n: int, k: int) -> Space:
+    """The schedule space of an m x n x k GEMV (a GEMM has the same)."""
     w = Workload.make("gemv", m=m, n=n, k=k)
-    return tuple(family_of(w).space(w, HW[hw_name]).enumerate())
+    return family_of(w).space(w, HW[hw_name])
+
+
+def pim_point(space: Space, seed: int) -> dict:
+    """A seeded draw of a valid PIM point, each parameter uniform over its domain (the
+    host placement has its own test)."""
+    rng = np.random.default_rng(seed)
+    while (point := space.sample(rng, 1)[0])["placement"] != "pim":
+        pass
+    return point
+
+
+def sampled_cases() -> list[tuple[str, tuple[int, int, int], dict, bool, int]]:
+    """Every (preset, attrs) pair once; per preset each shape twice and every (shape, op)
+    pair once; each attrs as a GEMV on one preset and a GEMM on the other."""
+    return [(hw_name, SHAPES[(i + j) % len(SHAPES)], attrs, (i + j) % 2 == 1,
+             j + len(ATTRS) * i)
+            for i, hw_name in enumerate(sorted(HW)) for j, attrs in enumerate(ATTRS)]
 
 
 def tensors(w: Workload) -> tuple[dict, np.ndarray]:
@@ -81,14 +97,33 @@ def check_point(w: Workload, point: dict, hw_name: str) -> None:
         np.testing.assert_array_equal(y, ref)
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(hw_name=st.sampled_from(sorted(HW)), shape=st.sampled_from(SHAPES),
-       attrs=st.sampled_from(ATTRS), pick=st.integers(0, 10**9), gemm=st.booleans())
-def test_sampled_points_build_time_and_compute(hw_name, shape, attrs, pick, gemm):
+def test_sampled_cases_cover_every_preset_shape_attrs_and_op() -> None:
+    cases = sampled_cases()
+    assert {(c[0], str(c[2])) for c in cases} == {(h, str(a)) for h in HW for a in ATTRS}
+    for hw_name in HW:
+        assert {(c[1], c[3]) for c in cases if c[0] == hw_name} == {
+            (s, g) for s in SHAPES for g in (False, True)}
+    assert {(str(c[2]), c[3]) for c in cases} == {(str(a), g) for a in ATTRS
+                                                  for g in (False, True)}
+
+
+def case_id(v: object) -> str:
+    """A readable test id for one field of a sampled case."""
+    if isinstance(v, tuple):
+        return "x".join(map(str, v))
+    if isinstance(v, dict):
+        return "+".join(x if isinstance(x, str) else k for k, x in v.items()) or "plain"
+    if isinstance(v, bool):
+        return "gemm" if v else "gemv"
+    return str(v)
+
+
+@pytest.mark.parametrize("hw_name, shape, attrs, gemm, seed", sampled_cases(), ids=case_id)
+def test_sampled_points_build_time_and_compute(hw_name, shape, attrs, gemm, seed):
     m, n, k = shape
-    pts = points(hw_name, m, n, k)
+    point = pim_point(space_of(hw_name, m, n, k), seed)
     w = Workload.make("gemm" if gemm else "gemv", m=m, n=n, k=k, attrs=attrs)
-    check_point(w, pts[pick % len(pts)], hw_name)
+    check_point(w, point, hw_name)
 
 
 @pytest.mark.parametrize("hw_name", sorted(HW))
