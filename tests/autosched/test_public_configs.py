@@ -29,6 +29,11 @@ EXPECTED = {  # file stem: (model_type, layers, heads, kv_heads, head_dim, windo
     "qwen3-30b-a3b": ("qwen3_moe", 48, 32, 4, 128, 0, None),
     "olmoe-1b-7b-0125-instruct": ("olmoe", 16, 16, 16, 128, 0, None),
     "phi-2": ("phi", 32, 32, 32, 80, 0, None),
+    "qwen3-8b": ("qwen3", 36, 32, 8, 128, 0, None),
+    "phi-3-mini-4k-instruct": ("phi3", 32, 32, 32, 96, 2047, None),
+    "starcoder2-3b": ("starcoder2", 30, 24, 2, 128, 4096, None),
+    "falcon-7b": ("falcon", 32, 71, 1, 64, 0, None),
+    "stablelm-2-1.6b": ("stablelm", 24, 32, 32, 64, 0, None),
 }
 
 
