@@ -23,7 +23,7 @@ from autosched.ir import OpGraph, OpNode
 from sim.errors import AutoschedError
 from sim.hardware import System
 
-__all__ = ["REDUCED", "Partition", "candidates", "experts_of", "shard_graph", "shard_tensors",
+__all__ = ["REDUCED", "Partition", "candidates", "shard_graph", "shard_tensors",
            "stage_of", "tp_reasons"]
 
 # role -> the dims a tensor-parallel device holds 1/tp of
@@ -83,16 +83,11 @@ class Partition:
                 **({"experts": True} if self.experts else {})}
 
 
-def experts_of(cfg: Any) -> int:
-    """The routed experts of ``cfg`` (0 for a dense model)."""
-    return int(getattr(cfg, "experts", 0))
-
-
 def tp_reasons(cfg: Any, tp: int, experts: bool = False) -> list[str]:
     """Why ``cfg`` cannot be split over ``tp`` devices (empty: it can); ``experts``:
     only its experts are split."""
     if experts:
-        e = experts_of(cfg)
+        e = cfg.experts
         return [] if e and e % tp == 0 else [f"experts={e} is not a multiple of ep={tp}"]
     why = []
     for what, v in (("heads", cfg.heads), ("kv_heads", cfg.kv_heads),
