@@ -107,7 +107,7 @@ class ChannelWork:
             self.gb_bytes += mult * ins.src.size * hw.elem_bytes
         elif isinstance(ins, RdAcc):
             units = len({b // hw.pim.banks_per_unit for b in hw.bank_targets(ins.bank, ins.step)})
-            regs = units * ins.nregs * hw.pim.register_lanes
+            regs = units * ins.nregs * (ins.lanes or hw.pim.register_lanes)
             self.acc_bytes += mult * regs * DTYPE_BYTES[hw.pim.accum_dtype]
 
     def resources(self) -> dict[str, float]:

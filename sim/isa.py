@@ -201,7 +201,8 @@ class WrGb(Instr):
 class RdAcc(Instr):
     """Read registers ``reg .. reg+nregs-1`` of the target units to the host.
 
-    ``dst`` receives, in order: unit (ascending bank), register, register lane.
+    ``dst`` receives, in order: unit (ascending bank), register, register lane; ``lanes``
+    (0: all) reads only each register's first lanes (a partly filled register set).
     """
 
     op: ClassVar[str] = "rdacc"
@@ -210,6 +211,7 @@ class RdAcc(Instr):
     reg: Affine
     nregs: int
     dst: BufRef
+    lanes: int = 0
 
 
 @dataclass(frozen=True)

@@ -225,7 +225,7 @@ def _node_out(n: Node) -> dict:
     d = {"op": n.op}
     for f in fields(n):
         v = getattr(n, f.name)
-        if v == "" and f.default == "":  # an unset optional text field (Mac.fmt)
+        if v == f.default and f.default in ("", 0):  # an unset optional field (Mac.fmt)
             continue
         d[f.name] = _val_out(v)
     return d

@@ -250,7 +250,10 @@ class _Checker:
             self.mac(ins)
         elif kind is RdAcc:
             units = len(hw.bank_targets(bank, step))
-            self.bufref(ins.dst, "dst", units * ins.nregs * p.register_lanes)
+            if not 0 <= ins.lanes <= p.register_lanes:
+                self.fail(f"rdacc lanes={ins.lanes} outside 0..{p.register_lanes} "
+                          "(the register's lanes; 0: all)")
+            self.bufref(ins.dst, "dst", units * ins.nregs * (ins.lanes or p.register_lanes))
             self.per_channel(ins.dst, "dst")
         elif kind is RdBank:
             if ins.fmt and not self.hw.takes(ins.fmt):

@@ -96,7 +96,7 @@ class AttnLayout:
     E: int
     cpr: int
     ppr: int  # positions per row in position-major layouts (E / d)
-    pps: int  # positions per register set (scores)
+    pps: int  # positions per register set (scores; fewer than k_regs hold when partly filled)
     ppu: int  # positions per unit per K pass
     uv: int  # units holding V
     cpp: int  # V columns per position per unit
@@ -218,6 +218,7 @@ def attention_layout_of(w_dims: dict[str, int], cap: int, point: dict, hw: Hardw
     rpq = point.get("k_regs", 1)
     pps = rpq * (lanes if dot else 1)
     ppu = k_fill(sh, point) if point["scores"] == "pim" else max(pps, ppr)
+    pps = min(pps, ppu)  # a short cache's register set, filled partly
     S, nb, span = point["seq_split"], hw.org.banks_per_channel, sh.span
     if point["scores"] == "pim":
         K = _layout("kpim", U * ppu, ceil_div(ppu, ppr), span, S, 0)

@@ -143,11 +143,15 @@ def k_fill(s: AttnShape, v: V) -> int:
     """Positions a unit holds per K pass: a whole row's (``ppr``, at least one register
     set), or, when the cache is too short to give every stream of the sequence split a
     pass of whole rows, just enough register sets that each stream gets a share (the
-    rows used are the same: one pass per slot either way). A register set larger than
-    the unit's share (:func:`unit_share`) leaves streams of the split without keys."""
-    pps = k_set(s, v)
-    full = max(pps, s.ppr)
-    return min(full, max(pps, ceil_div(unit_share(s, v), pps) * pps))
+    rows used are the same: one pass per slot either way). When even one register set
+    exceeds the unit's share (:func:`unit_share`), the set is filled only partly (whole
+    registers, or the first lanes of one in ``dot`` mode, read out alone), so that every
+    stream of the split still gets keys."""
+    pps, share = k_set(s, v), unit_share(s, v)
+    if share < pps:
+        step = s.lanes if v["k_mode"] == "dot" else 1
+        return share if share < step else ceil_div(share, step) * step
+    return min(max(pps, s.ppr), ceil_div(share, pps) * pps)
 
 
 def channels_used(v: V) -> int:

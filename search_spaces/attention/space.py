@@ -46,7 +46,8 @@ __all__ = ["VERSION", "attention_default", "attention_space", "capacity_of", "qr
            "shape_of"]
 
 # 3: a V pass of a short cache gives every stream of the sequence split a share
-VERSION = 3
+# 4: so does a K pass, filling a register set partly
+VERSION = 4
 
 
 def capacity_of(workload: Workload) -> int:

@@ -133,6 +133,8 @@ def _wrgb(st: ChannelState, ins: WrGb, ev: Eval, host: HostBuffers) -> None:
 def _rdacc(st: ChannelState, ins: RdAcc, ev: Eval, host: HostBuffers) -> None:
     usl, uidx = st.units(ins.bank, ins.step)
     a = st.acc[st.acc_index(usl, uidx, ev(ins.reg), ins.nregs)]
+    if ins.lanes:
+        a = a[..., :ins.lanes]
     host.write(ins.dst.buf, ev(ins.dst.offset), a.reshape(st.n, -1))
 
 

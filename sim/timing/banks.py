@@ -47,6 +47,7 @@ class Banks:
         self.col_bytes, self.bpg = o.column_bytes, hw.banks_per_group
         self.col_xfer = self.xfer(o.column_bytes)
         self.reg_bytes = p.register_lanes * DTYPE_BYTES[p.accum_dtype]
+        self.lane_bytes = DTYPE_BYTES[p.accum_dtype]
         nb, ng, nu = o.banks_per_channel, o.bank_groups, hw.units_per_channel
         self.is_open, self.fresh = [False] * nb, [False] * nb
         self.act_t, self.pre_t, self.rd_t, self.wr_t = ([NEG] * nb for _ in range(4))

@@ -142,9 +142,10 @@ class Channel(Banks):
         self.ctr[Count.GB_BYTES] += nbytes
 
     def rdacc(self, env: dict, a: tuple) -> None:
-        units, nregs = a
+        units, nregs, lanes = a
         t = self._slot(max(self.u_done[u] for u in units))
-        self._transfer(t + self.cl, len(units) * nregs * self.reg_bytes)
+        per = lanes * self.lane_bytes if lanes else self.reg_bytes
+        self._transfer(t + self.cl, len(units) * nregs * per)
         self.ctr[Count.RDACC] += 1
 
     def reg_op(self, env: dict, a: tuple) -> None:

@@ -104,7 +104,7 @@ def _pim(cx: _Ctx, ins: Instr) -> tuple:
         n = ins.src.size
         return Channel.wrgb, (n * cx.hw.elem_bytes, *cx.gb(ins.gb, n))
     if isinstance(ins, RdAcc):
-        return Channel.rdacc, (cx.targets(ins.bank, ins.step)[2], ins.nregs)
+        return Channel.rdacc, (cx.targets(ins.bank, ins.step)[2], ins.nregs, ins.lanes)
     banks, groups, _ = cx.targets(ins.bank, 0)  # RdBank | WrBank
     code = Count.RD if isinstance(ins, RdBank) else Count.WR
     return Channel.bank_io, (code, banks[0], groups[0], ins.ncols)

@@ -362,3 +362,26 @@ def test_default_register_set_leaves_no_stream_idle(hw, dims: dict) -> None:
           for p in (point, *others)]
     slack = 1.04 if point["k_mode"] == "lane" else 1.01
     assert ns[0] <= min(ns) * slack, (point["k_regs"], ns)
+
+
+@pytest.mark.parametrize("name, k_mode, k_regs", [("aim-gddr6", "dot", 1),
+                                                  ("hbm-pim", "lane", 4)])
+def test_register_set_larger_than_a_units_share_is_filled_partly(name: str, k_mode: str,
+                                                                 k_regs: int) -> None:
+    """A cache too short for one whole register set per unit in every stream of the
+    split: each unit holds its share (the first lanes of one register in ``dot`` mode,
+    the first registers in ``lane`` mode), every stream scores keys, and the numerics
+    match (2 positions per unit over 16 streams of 250 slots)."""
+    hw = HW[name]
+    point = {"kv_channels": 1, "seq_split": 16, "scores": "pim", "k_mode": k_mode,
+             "k_regs": k_regs, "k_qrows": 2, "wsum": "pim", "v_qrows": 2}
+    w = workload(1, 1, 4, 1, 32, 250, 250)
+    sh = shape_of(w, hw)
+    assert unit_share(sh, point) < k_set(sh, point)
+    prog = build(w, point, hw).program
+    scoring = set()
+    for s in prog.streams:
+        walk(s.body, lambda ins, _n, s=s: scoring.add(s.name) if getattr(
+            ins, "mode", "") == k_mode else None)
+    assert len(scoring) == 16
+    check_point(hw, (1, 4, 1, 32, 250), 1, 250, point)

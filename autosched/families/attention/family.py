@@ -66,10 +66,14 @@ class AttentionFamily(Family):
         return absorb_write(g, node, matches)
 
     def options(self, workload: Workload, hw: Hardware) -> tuple[Option, ...]:
+        # the banks (each product where it is faster: a product streamed to the host adds
+        # its bus time, and nothing to the chain, as in the host option), or the host
         t = attention_bound_terms(workload, hw)
-        soft = t["softmax"]
-        return (Option(2 * t["pim"], soft, 2 * (t["pim"] + t["pim_refresh"]) + soft),
-                Option(2 * t["bus"], soft, soft))
+        soft, bus = t["softmax"], t["bus"]
+        k, v = t["pim_k"] + t["refresh_k"], t["pim_v"] + t["refresh_v"]
+        return (Option(min(t["pim_k"], bus) + min(t["pim_v"], bus), soft,
+                       (k if k < bus else 0.0) + (v if v < bus else 0.0) + soft),
+                Option(2 * bus, soft, soft))
 
     # ---- the workload in a step ----------------------------------------------------
     def adapt(self, workload: Workload, *, window: int, capacity: int,

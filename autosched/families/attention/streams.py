@@ -111,6 +111,10 @@ def _scores(pl: AttnLayout, bj: int, si: int) -> list[Node]:
     row0 = affine_sum(_slot_row(pl, pl.K), p=pl.K.rows_per_pass)
     start = aff(0, p=pl.S * pl.K.chunk)
     pw = lanes if lane_mode else 1
+    # registers of a set read out: all k_regs, or those a partly filled set uses (and
+    # only its first lanes when it fills part of one register)
+    nregs = pl.pps if lane_mode else -(-pl.pps // lanes)
+    part = pl.pps if not lane_mode and pl.pps < lanes else 0
     body: list[Node] = []
     for y in range(pl.ppu):
         w = y % pl.pps
@@ -127,8 +131,8 @@ def _scores(pl: AttnLayout, bj: int, si: int) -> list[Node]:
             for t in range(pl.qk):
                 off = affine_sum(_scale(idx[t], pl.lp), start, first)
                 dst = BufRef("sp" if lane_mode else "sc", _scale(off, pw),
-                             (pl.U * pl.rpq * lanes,))
-                body.append(RdAcc(0, pl.bpu, t * pl.rpq, pl.rpq, dst))
+                             (pl.U * pl.pps * pw,))
+                body.append(RdAcc(0, pl.bpu, t * pl.rpq, nregs, dst, part))
         if (y + 1) % pl.ppr == 0 or y + 1 == pl.ppu:
             body.append(Pre(0, pl.bpu))
     return _slots(pl, [*gbw, *loop("p", passes, body)], loops)
