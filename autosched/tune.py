@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from search_spaces import Workload
+from search_spaces.fusion import fusion_default
 from sim.errors import AutoschedError
 from sim.hardware import Hardware
 
@@ -42,6 +43,14 @@ DEFAULT_COST_MODEL = "xgb"  # XGBoost regression starting from the shipped trees
 # the whole step by up to 15 % (llama-tiny decode at batch 8: two plans of equal
 # estimate simulate to 37.7 and 34.9 us).
 FINALISTS, MAX_FINALISTS, FINALIST_SPREAD = 3, 8, 1.10
+
+
+def default_plan(fusion: str | dict | None) -> dict:
+    """The fusion plan of the default step ``tune`` compares with: what an untuned compile
+    uses (every fusion on) when the plan is searched, else the plan asked for."""
+    if isinstance(fusion, dict):
+        return dict(fusion)
+    return fusion_default() if fusion == "auto" else {}
 
 
 def fusion_plans(fusion: str | dict | None) -> list[dict | None]:
@@ -97,11 +106,12 @@ def tune(model: str | Path | ModelConfig, *, hw: str | Path | Hardware = "hbm-pi
     estimate with the cost model's predicted bests can still beat the best plan's); the
     plans with the best tuned estimates (``FINALISTS``, more while within
     ``FINALIST_SPREAD`` of the best) are simulated whole. The best of them then competes,
-    whole step against whole step, with the default step (default schedules, unfused),
+    whole step against whole step, with the default step (default schedules, every
+    fusion on: what compile gives with nothing stored),
     with its own plan under every placement and with its plan on the default schedules;
     only the winner is stored (fusion and placement plans, and where its schedules come
     from), so the step compiled from the database is never slower than the default.
-    ``fusion="none"`` tunes the unfused graph alone.
+    ``fusion="none"`` tunes the unfused graph alone (and stores that plan).
     ``runner``: a Runner (the caller closes it), or ``local`` / ``dask://host:port``
     (opened and closed here). ``sampler`` names the search strategy: an Optuna sampler
     or ``evolutionary`` (:data:`~autosched.defaults.STRATEGIES`). Each input (hardware,
@@ -177,21 +187,21 @@ def tune(model: str | Path | ModelConfig, *, hw: str | Path | Hardware = "hbm-pi
     by_key = {r.workload.key: r for r in results}
     est = [sum(n * _best_ns(by_key[k]) for k, n in p.items()) for p in per_plan]
     final = finalists(est)
-    default = simulate_step(step, system, fusion={}, baseline=False, partition=part)
+    default = simulate_step(step, system, fusion=default_plan(fusion), baseline=False,
+                            partition=part)
     tuned = {i: simulate_step(step, system, db=database, fusion=plans[i] or {},
                               baseline=False, placement="auto", partition=part)
              for i in final}
     best_i = min(final, key=lambda i: (tuned[i].latency_ns, i))
     best_plan = plans[best_i]
     cands = _candidates(step, system, database, best_plan, part, default, tuned[best_i],
-                        simulate_step, PLACEMENTS)
+                        simulate_step, PLACEMENTS, default_plan(fusion))
     win = min(cands, key=lambda c: (c.fig.latency_ns, cands.index(c)))
     fig = win.fig
     base_ns = plain_memory_ns(step, system, partition=part)
     # stored only now, after the whole step was compared: compile, simulate and run
     # find the winner's fusion plan, placement and schedule source
-    if fusion == "auto":
-        _store_plan(database, step, hardware, win.plan, fig.latency_ns)
+    _store_plan(database, step, hardware, win.plan, fig.latency_ns)
     database.save_plan(str(PlanKey.of(PlanKind.PLACEMENT, step)), hardware.fingerprint,
                        win.stored(), fig.latency_ns)
 
@@ -231,11 +241,13 @@ class Candidate:
 
 def _candidates(step: Step, system: object, db: Database, plan: dict | None, part: object,
                 default: object, tuned: object, simulate_step: Callable,
-                placements: tuple[str, ...]) -> list[Candidate]:
-    """Every candidate of the final comparison, the default step first (ties keep it):
+                placements: tuple[str, ...], base: dict) -> list[Candidate]:
+    """Every candidate of the final comparison, the default step (plan ``base``, default
+    schedules) first (ties keep it):
     the best finalist's plan with its tuned schedules under every placement, and with the
     default schedules; a candidate that does not compile or fit is left out."""
-    out = [Candidate(None, "auto", "default", default), Candidate(plan, "auto", "tuned", tuned)]
+    out = [Candidate(base, "auto", "default", default),
+           Candidate(plan, "auto", "tuned", tuned)]
     tries = [(p, db, "tuned") for p in placements if p != "auto"]
     tries += [("auto", None, "default")] if plan else []
     for where, database, source in tries:

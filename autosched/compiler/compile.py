@@ -31,7 +31,7 @@ from autosched.families import families, family_of
 from autosched.ir import OpGraph, Step
 from autosched.lookup import LookupResult
 from search_spaces import Schedule
-from search_spaces.fusion import fusion_space, upgrade_plan
+from search_spaces.fusion import fusion_default, fusion_space, upgrade_plan
 from sim.errors import AutoschedError, CapacityError, InternalError, ProgramError
 from sim.functional import DeviceMemory, execute_system
 from sim.hardware import Hardware, System
@@ -181,16 +181,18 @@ def compile_step(step: Step | None, system: System, *, partition: Partition | No
                  keep_outputs: bool = False, check: bool = True) -> CompiledStep:
     """Compile ``step`` for ``system`` under ``partition`` (None: one device, ``1x1``).
 
-    ``fusion``: a plan (``{}`` for none); None means the plan ``tune`` stored in ``db``
-    for this step, or none. ``schedules``: node name -> schedule (others looked up), or
-    ``"library"`` for the shipped library kernels everywhere. ``placement``: ``auto``
-    (every operator's looked-up schedule), ``pim`` or ``host`` (every operator on that
-    side); None means the plan stored in ``db`` for this step, or ``auto`` (a stored plan
-    whose schedules are ``default`` compiles as if ``db`` held no schedule). ``graph``:
-    the step's share graph already built (``step`` may then be None: a graph with no
-    model config, as the ``torch.compile`` backend has). ``keep_outputs``: every node's
-    output stays readable after a run. ``check`` raises :class:`CapacityError` when a
-    device's memory does not hold its share after fitting.
+    ``fusion``: a plan (``{}`` for none); None means the plan ``tune`` stored in ``db`` for
+    this step, or the default plan (:func:`~search_spaces.fusion.fusion_default`: every
+    fusion on, as any compiler fuses before it is tuned; none for the library program).
+    ``schedules``: node name -> schedule (others looked up), or ``"library"`` for the
+    shipped library kernels everywhere. ``placement``: ``auto`` (every operator's looked-up
+    schedule), ``pim`` or ``host`` (every operator on that side); None means the plan stored
+    in ``db`` for this step, or ``auto`` (a stored plan whose schedules are ``default``
+    compiles as if ``db`` held no schedule). ``graph``: the step's share graph already built
+    (``step`` may then be None: a graph with no model config, as the ``torch.compile``
+    backend has). ``keep_outputs``: every node's output stays readable after a run.
+    ``check`` raises :class:`CapacityError` when a device's memory does not hold its share
+    after fitting.
     """
     hw = system.device
     if step is None and graph is None:
@@ -210,7 +212,9 @@ def compile_step(step: Step | None, system: System, *, partition: Partition | No
     if placement not in (None, *PLACEMENTS):
         raise AutoschedError(f"placement {placement!r} is not one of {', '.join(PLACEMENTS)}")
     if fusion is None and graph is None:
-        fusion = plans.fusion
+        # the library program is the hand-kernel baseline: one library kernel per operator
+        fallback = {} if schedules == "library" else fusion_default()
+        fusion = plans.fusion if plans.fusion is not None else fallback
     if stored.get("schedules") == "default" and asked is None and schedules is None:
         db = None  # tune found this step fastest on the default schedules
     if graph is None:

@@ -96,8 +96,11 @@ def test_simulate_figures_are_consistent() -> None:
     f = simulate_model("llama-tiny", "hbm-pim", context=32)
     assert f.latency_ns >= f.bound_ns > 0
     assert f.baseline_ns > 0 and f.tokens_per_s == pytest.approx(1e9 / f.latency_ns)
-    assert sum(o["count"] for o in f.ops) == 64  # every node of llama-tiny decode
-    assert f.lookups == {"default": 64}
+    # every node of llama-tiny decode under the default fusion plan (64 unfused)
+    assert sum(o["count"] for o in f.ops) == 22
+    assert f.lookups == {"default": 22}
+    unfused = simulate_model("llama-tiny", "hbm-pim", context=32, fusion={}, baseline=False)
+    assert sum(o["count"] for o in unfused.ops) == 64 and unfused.latency_ns > f.latency_ns
 
 
 def test_cli_compile_simulate_run(tmp_path, capsys) -> None:

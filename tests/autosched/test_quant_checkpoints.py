@@ -46,7 +46,8 @@ def test_the_format_is_said_where_the_units_do_not_take_it(folders, capsys) -> N
     assert main(["run", "--model", str(folders["w4g128"]), "--hw", "aim-gddr6", "--check",
                  "--steps", "2", "--db", "none"]) == 0
     out = capsys.readouterr().out
-    assert "w4g128 on 14 linears: DEQUANTIZED AT LOAD to bf16" in out
+    # the 14 linears of the two layers, fused by default into 8 (qkv, o, gate_up, down)
+    assert "w4g128 on 8 linears: DEQUANTIZED AT LOAD to bf16" in out
 
 
 def test_dequantized_weights_are_compressed_tensors_own(folders) -> None:

@@ -72,7 +72,7 @@ def test_the_device_reads_the_folders_own_tensors(checkpoints, tmp_path) -> None
 def test_python_api_takes_a_transformers_model(checkpoints) -> None:
     model = transformers.Qwen2ForCausalLM.from_pretrained(checkpoints["qwen2"])
     cm = compile_model(model, "hbm-pim", context=16)
-    assert cm.graph.node("l0.q_proj").workload.attr("bias") == 1
+    assert cm.graph.node("l0.qkv_proj").workload.attr("bias") == 1  # fused by default
     fig = simulate_model(model, "hbm-pim", context=16, baseline=False)
     assert fig.latency_ns >= fig.bound_ns > 0
     assert run_check(model, "hbm-pim", steps=3).passed

@@ -226,15 +226,17 @@ def test_plan_with_best_tuned_latency_is_chosen_and_stored(fakes, tmp_path, monk
     monkeypatch.setattr(db, "save_plan", lambda *a: saved.append(a), raising=False)
     rep = tune(TINY, db=db, trials=0, cost_model="none", fusion="auto")
     assert rep.end_to_end.plan == FULL_FUSION
-    assert rep.end_to_end.tuned_ns == pytest.approx(rep.end_to_end.default_ns / 2)
+    # the default step is the default (fused) plan's: the unfused one is twice as slow
+    assert rep.end_to_end.tuned_ns == pytest.approx(rep.end_to_end.default_ns)
     assert [p for p, *_ in rep.plans] == plans
+    assert rep.plans[0][1] == pytest.approx(2 * rep.plans[1][1])
     assert saved and saved[0][0] == "tiny-test:decode:b1" and saved[0][2] == FULL_FUSION
 
 
 def test_fastest_placement_plan_is_reported(fakes, tmp_path, monkeypatch):
     monkeypatch.setitem(PLAN_FACTOR, "host", 0.25)  # all on the host beats the tuned mix
     monkeypatch.setattr(tune_mod, "fusion_plans", lambda fusion: [None])  # unfused alone
-    rep = tune(TINY, db=tmp_path / "t.db", trials=0, cost_model="none")
+    rep = tune(TINY, db=tmp_path / "t.db", trials=0, cost_model="none", fusion="none")
     assert rep.end_to_end.placement == "host"
     assert rep.end_to_end.tuned_ns == pytest.approx(rep.end_to_end.default_ns / 4)
     assert rep.to_dict()["end_to_end"]["placement"] == "host"
