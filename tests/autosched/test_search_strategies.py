@@ -96,5 +96,7 @@ def test_parents_are_the_fastest_successes(tmp_path) -> None:
         t.step(6)
         t.step(6)
     es = t.strategy
-    fastest = sorted((m for m in t.measurements if m.ok), key=lambda m: m.latency_ns)[:4]
-    assert [k for k in es.parents] == [m.schedule.key for m in fastest]
+    lat = {m.schedule.key: m.latency_ns for m in t.measurements if m.ok}
+    # the four fastest successes (points of equal latency may stand in for each other)
+    assert len(es.parents) == 4 and all(k in lat for k in es.parents)
+    assert sorted(lat[k] for k in es.parents) == sorted(lat.values())[:4]
