@@ -28,7 +28,7 @@ from sim.isa import (
     WrGb,
     aff,
 )
-from sim.kernels.base import affine_sum, loop, loop_nest, shift_refs
+from sim.kernels.base import affine_sum, ceil_div, loop, loop_nest, shift_refs
 from sim.program import Node, Stream
 
 __all__ = ["pim_stream", "pim_streams", "query_groups"]
@@ -113,7 +113,7 @@ def _scores(pl: AttnLayout, bj: int, si: int) -> list[Node]:
     pw = lanes if lane_mode else 1
     # registers of a set read out: all k_regs, or those a partly filled set uses (and
     # only its first lanes when it fills part of one register)
-    nregs = pl.pps if lane_mode else -(-pl.pps // lanes)
+    nregs = pl.pps if lane_mode else ceil_div(pl.pps, lanes)
     part = pl.pps if not lane_mode and pl.pps < lanes else 0
     body: list[Node] = []
     for y in range(pl.ppu):
