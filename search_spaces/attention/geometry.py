@@ -25,7 +25,10 @@ never on l (``L`` lanes per column, ``dk`` a position's elements padded to colum
   outputs are split over ``uv`` units (``cpp`` columns each); a pass gives a row of each
   unit ``chunk`` positions (a whole row's, ``columns / cpp``, or fewer when the cache is
   short: :meth:`~.rules.AttnShape.chunk_v`), column ``eb * chunk + pos`` holding the
-  ``L`` outputs of e-block ``eb``.
+  ``L`` outputs of e-block ``eb``. With ``v_groups`` ``G_v > 1`` the channel's units
+  form ``G_v`` disjoint groups of ``uv`` (group ``g`` starting at bank ``g * gstep``):
+  pass ``rho`` lives in group ``rho % G_v``, row ``rho // G_v`` of the slot, so one
+  group's row activation overlaps another group's MACs.
 * ``plain`` (K or V read by the host): ``ppr`` positions of ``dk`` elements per bank row,
   row-major, dealt over the banks of the channel, one row index per chunk of
   ``banks * ppr``.
@@ -64,9 +67,22 @@ class TensorLayout:
     rows_per_pass: int
     passes: int  # passes per slot reserved for the capacity
     base: int  # first row of the tensor's region
+    groups: int = 1  # unit groups the passes alternate over (vpim; 1: every pass the same)
+    gstep: int = 0  # banks between the first units of consecutive groups
+
+    @property
+    def slot_rows(self) -> int:
+        """Rows of one slot in each bank: a group's passes are stacked, the groups side
+        by side."""
+        return ceil_div(self.passes, self.groups) * self.rows_per_pass
 
     def rows(self, slots: int) -> int:
-        return slots * self.passes * self.rows_per_pass
+        return slots * self.slot_rows
+
+    def at(self, rho: int) -> tuple[int, int]:
+        """(first row within the slot, bank offset of its group) of pass ``rho``."""
+        r, g = divmod(rho, self.groups)
+        return r * self.rows_per_pass, g * self.gstep
 
 
 @dataclass(frozen=True)
@@ -109,6 +125,7 @@ class AttnLayout:
     span: int = 0  # cache slots
     window: int = 0  # sliding window (0: none)
     scale: float = 0.0  # score scale
+    vsplit: int = 1  # columns of a V pass's MACs that cover the previous group's precharge
 
     @property
     def live(self) -> int:
@@ -165,6 +182,18 @@ class AttnLayout:
         return step if step < self.NB else 0
 
     @property
+    def vunits_step(self) -> int:
+        """Bank step over the units of every V group together (0: one unit in all)."""
+        n = self.uv * self.V.groups
+        return self.bpu * (self.U // n) if n > 1 else 0
+
+    @property
+    def vparts(self) -> int:
+        """Partial outputs of the weighted sum the host adds up: one per sequence split
+        and V group (1: the units' sums are the result)."""
+        return self.S * self.V.groups
+
+    @property
     def lp(self) -> int:
         """Padded slot count of the host-side score rows."""
         return max(ceil_div(self.live, t.chunk) * t.chunk for t in (self.K, self.V))
@@ -188,15 +217,17 @@ class AttnLayout:
             u, w = divmod(rest, self.pps)
             y = k * self.pps + w
             return [Piece(u * self.bpu, y // self.ppr, (y % self.ppr) * dc, 0, dc)]
-        if t.kind == "vpim":
+        if t.kind == "vpim":  # group 0's units: add the pass's group offset (TensorLayout.at)
             return [Piece(uv * self.vstep, 0, eb * t.chunk + x, (uv * self.cpp + eb) * lanes, 1)
                     for uv in range(self.uv) for eb in range(self.cpp)]
         bank, r = divmod(x, self.ppr)
         return [Piece(bank, 0, r * dc, 0, dc)]
 
 
-def _layout(kind: str, chunk: int, rpp: int, span: int, S: int, base: int) -> TensorLayout:
-    return TensorLayout(kind, chunk, rpp, ceil_div(ceil_div(span, chunk), S), base)
+def _layout(kind: str, chunk: int, rpp: int, span: int, S: int, base: int,
+            groups: int = 1, gstep: int = 0) -> TensorLayout:
+    return TensorLayout(kind, chunk, rpp, ceil_div(ceil_div(span, chunk), S), base, groups,
+                        gstep)
 
 
 def attention_shape(w_dims: dict[str, int], cap: int, hw: Hardware,
@@ -229,7 +260,10 @@ def attention_layout_of(w_dims: dict[str, int], cap: int, point: dict, hw: Hardw
     vbase = K.rows(slots)
     uv, cpp = sh.uv(point), sh.cpp(point)
     if point["wsum"] == "pim":
-        V, dv = _layout("vpim", sh.chunk_v(point), 1, span, S, vbase), uv * cpp * lanes
+        vg = sh.v_groups(point)
+        V = _layout("vpim", sh.chunk_v(point), 1, span, S, vbase, vg,
+                    hw.pim.banks_per_unit * (U // (uv * vg)))
+        dv = uv * cpp * lanes
     else:
         V, dv = _layout("plain", sh.plain, 1, span, S, vbase), sh.dk
     return AttnLayout(b=b, q=q, h=h, kvh=kvh, d=d, l=n, cap=cap, G=h // kvh,
@@ -239,4 +273,6 @@ def attention_layout_of(w_dims: dict[str, int], cap: int, point: dict, hw: Hardw
                     bpu=hw.pim.banks_per_unit, NB=nb, bg=hw.org.bank_groups, E=E,
                     cpr=hw.columns_per_row, ppr=ppr, pps=pps, ppu=ppu, uv=uv, cpp=cpp,
                     K=K, V=V, lanes=lanes, Bs=Bs, dk=sh.dk, dv=dv, span=span, window=window,
-                    scale=scale if scale is not None else d ** -0.5)
+                    scale=scale if scale is not None else d ** -0.5,
+                    vsplit=ceil_div(round(hw.timing.trp * hw.org.tck_ns * 1000),
+                                    round(hw.pim_column_ns * 1000)))

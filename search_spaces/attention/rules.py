@@ -12,7 +12,9 @@ columns (``L`` lanes each; the padding lanes hold zeros). Keys sit position-majo
 dk`` positions per row. Values are split over ``uv`` units of each channel, ``cpp``
 columns each, ``uv * cpp * L >= dk`` (padding again); ``uv`` is the schedule's
 ``v_units`` when the head dim needs padding or is not a power-of-two number of columns,
-else ``min(units, columns)``. A sliding window of ``W`` positions keeps the cache to
+else ``min(units, columns)``; ``v_groups`` groups of ``uv`` units take alternate V
+passes (``uv * v_groups`` must divide the channel's units). A sliding window of ``W``
+positions keeps the cache to
 ``span = min(capacity, W)`` slots for decoding (position ``p`` in slot ``p % span``).
 """
 
@@ -78,16 +80,27 @@ class AttnShape:
         return self.hw.row_elems // self.dk
 
     def v_options(self) -> tuple[int, ...]:
-        """Possible ``v_units``: divisors of the channel's units, at most the columns
-        (the units themselves when there are more columns)."""
+        """Possible ``v_units``: divisors of the channel's units (more than the columns
+        pad a position with units of zeros, which cost no time and leave room for
+        ``v_groups``)."""
         u = self.hw.units_per_channel
-        return tuple(x for x in range(1, u + 1) if u % x == 0 and (x <= self.cols or x == u))
+        return tuple(x for x in range(1, u + 1) if u % x == 0)
 
     def uv(self, v: V) -> int:
         """Units holding V."""
         if self.padded and "v_units" in v:
             return v["v_units"]
         return min(self.hw.units_per_channel, self.cols)
+
+    def v_groups(self, v: V) -> int:
+        """Unit groups the V passes alternate over (``v_groups``; 1 when absent)."""
+        return v.get("v_groups", 1)
+
+    def v_group_max(self) -> int:
+        """The most V groups any point can have: the channel's units over the fewest that
+        can hold V (1: the space has no ``v_groups``)."""
+        least = min(self.v_options()) if self.padded else self.uv({})
+        return self.hw.units_per_channel // least
 
     def cpp(self, v: V) -> int:
         """V columns per position per unit."""
@@ -166,8 +179,9 @@ def cache_rows(s: AttnShape, v: V) -> int:
     slots = s.b // v.get("batch_split", 1) * (s.kvh // v["kv_channels"])
     chunk_k, rpp_k = _kpim(s, v) if v["scores"] == "pim" else (s.plain, 1)
     chunk_v = s.chunk_v(v) if v["wsum"] == "pim" else s.plain
+    groups = s.v_groups(v) if v["wsum"] == "pim" else 1
     k = slots * ceil_div(ceil_div(s.span, chunk_k), ss) * rpp_k
-    return k + slots * ceil_div(ceil_div(s.span, chunk_v), ss)
+    return k + slots * ceil_div(ceil_div(ceil_div(s.span, chunk_v), ss), groups)
 
 
 @dataclass(frozen=True)
@@ -190,6 +204,18 @@ def _limit(what: str, value: Callable[[AttnShape, V], int], cap: Callable[[AttnS
     return check
 
 
+def _rows_one_group(s: AttnShape, v: V) -> str | None:
+    """The cache's rows where V has no groups; a shape with ``v_groups`` under a PIM
+    weighted sum is :func:`_rows_grouped`'s (a rule reads only active parameters)."""
+    if v["wsum"] == "pim" and s.v_group_max() > 1:
+        return None
+    return _rows(s, v)
+
+
+def _rows_grouped(s: AttnShape, v: V) -> str | None:
+    return _rows(s, v) if "v_groups" in v else None
+
+
 def _rows(s: AttnShape, v: V) -> str | None:
     rows, have = cache_rows(s, v), s.hw.org.rows_per_bank
     if rows > have:
@@ -198,9 +224,16 @@ def _rows(s: AttnShape, v: V) -> str | None:
     return None
 
 
+def _groups(s: AttnShape, v: V) -> str | None:
+    uv, g, u = s.uv(v), s.v_groups(v), s.hw.units_per_channel
+    if u % (uv * g):
+        return f"v_groups={g} groups of {uv} V units do not tile the channel's {u} units"
+    return None
+
+
 _REGS, _GB = (lambda s: s.hw.pim.registers), (lambda s: s.hw.gb_elems)
 _CACHE = ("kv_channels", "seq_split", "scores", "wsum")
-_VU, _BS = ("v_units",), ("batch_split",)
+_VU, _BS, _VG = ("v_units",), ("batch_split",), ("v_groups",)
 ATTN_RULES: tuple[AttnRule, ...] = (
     AttnRule("channels", ("kv_channels", "seq_split"),
              _limit("channels used", lambda s, v: channels_used(v),
@@ -215,10 +248,17 @@ ATTN_RULES: tuple[AttnRule, ...] = (
              _limit("v_qrows*cpp", lambda s, v: v["v_qrows"] * s.cpp(v), _REGS,
                     "registers per unit, the unit has"), optional=_VU),
     AttnRule("v_buffer", ("v_qrows", "seq_split"),
-             _limit("v_qrows*chunk_v", lambda s, v: v["v_qrows"] * s.chunk_v(v), _GB,
-                    "probabilities overflow the global buffer"), optional=_VU),
-    AttnRule("cache_rows", (*_CACHE, "k_mode", "k_regs"), _rows, "pim", optional=_VU + _BS),
-    AttnRule("cache_rows_host_scores", _CACHE, _rows, "host", optional=_VU + _BS),
+             _limit("v_groups*v_qrows*chunk_v",
+                    lambda s, v: s.v_groups(v) * v["v_qrows"] * s.chunk_v(v), _GB,
+                    "probabilities overflow the global buffer"), optional=_VU + _VG),
+    AttnRule("v_groups", ("wsum",), _groups, optional=_VU + _VG),
+    AttnRule("cache_rows", (*_CACHE, "k_mode", "k_regs"), _rows_one_group, "pim",
+             optional=_VU + _BS),
+    AttnRule("cache_rows_host_scores", _CACHE, _rows_one_group, "host", optional=_VU + _BS),
+    AttnRule("cache_rows_v_groups", (*_CACHE, "k_mode", "k_regs"), _rows_grouped, "pim",
+             optional=_VU + _BS + _VG),
+    AttnRule("cache_rows_v_groups_host_scores", _CACHE, _rows_grouped, "host",
+             optional=_VU + _BS + _VG),
 )
 
 

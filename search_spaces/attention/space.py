@@ -13,7 +13,10 @@ on the context length l, so one schedule serves every decoding step):
   positions per register) or ``lane`` (16 lane partials per position, summed on the host),
   ``k_regs`` registers per query row, ``k_qrows`` query rows MACed against each activated
   K row (GQA: the query heads of one kv head reuse the row; prefill adds tokens).
-* ``wsum`` (p v) on ``pim`` or ``host``; on PIM ``v_qrows`` query rows per activated V row.
+* ``wsum`` (p v) on ``pim`` or ``host``; on PIM ``v_qrows`` query rows per activated V row,
+  and, where a channel has more units than V needs, ``v_groups``: disjoint groups of V
+  units that take the passes in turn, each activating its next row while another MACs
+  (the partial sums of the groups are added on the host).
 * Only for head dims that are not a power-of-two number of columns (e.g. 80, 96, or 100
   padded to 112): ``head_pad``, the one value of ``dk`` (a position's elements padded to
   whole columns; stated in every schedule of such a workload), and ``v_units``, the units
@@ -41,13 +44,15 @@ from search_spaces.space import Space
 from search_spaces.workload import Workload
 from sim.errors import AutoschedError
 from sim.hardware import Hardware
+from sim.kernels.base import ceil_div
 
 __all__ = ["VERSION", "attention_default", "attention_space", "capacity_of", "qrow_options",
            "shape_of"]
 
 # 3: a V pass of a short cache gives every stream of the sequence split a share
 # 4: so does a K pass, filling a register set partly
-VERSION = 4
+# 5: v_groups, V passes alternating over groups of units
+VERSION = 5
 
 
 def capacity_of(workload: Workload) -> int:
@@ -75,7 +80,8 @@ def shape_of(workload: Workload, hw: Hardware) -> AttnShape:
 
 def _present(sh: AttnShape) -> frozenset[str]:
     """The parameters a shape's space has beyond the always-present ones."""
-    return frozenset((("v_units",) if sh.padded else ()) + (("batch_split",) if sh.b > 1 else ()))
+    return frozenset((("v_units",) if sh.padded else ()) + (("batch_split",) if sh.b > 1 else ())
+                     + (("v_groups",) if sh.v_group_max() > 1 else ()))
 
 
 def _rules(sh: AttnShape) -> tuple[Rule, ...]:
@@ -118,6 +124,8 @@ def attention_space(workload: Workload, hw: Hardware) -> Space:
     if "v_units" in present:
         params += (Param("head_pad", Categorical((sh.dk,))),
                    Param("v_units", Categorical(sh.v_options())))
+    if "v_groups" in present:
+        params += (Param("v_groups", PowersOfTwo(1, sh.v_group_max()), Cond("wsum", "pim")),)
     d = workload.dims  # q k^T and p v over the whole context
     return Space("attention", VERSION, params, _rules(sh),
                  macs=2.0 * d["b"] * d["q"] * d["h"] * d["l"] * d["d"])
@@ -128,7 +136,11 @@ def attention_default(workload: Workload, hw: Hardware) -> dict:
     split), scores and weighted sum on PIM, the most query rows per activated row, and
     the most score registers per query row whose register set does not exceed a unit's
     share of the cache (a larger set puts all the keys in the first streams of the split
-    and leaves the others without any; one register when even that exceeds it)."""
+    and leaves the others without any; one register when even that exceeds it). V goes
+    to two groups of the fewest units that take a position in one column each where
+    every stream runs at least four V passes and the global buffer holds both groups'
+    probabilities for as many query rows as one group's (one group activates while the
+    other MACs), else to the most units that fit, in one group."""
     space, dims, sh = attention_space(workload, hw), workload.dims, shape_of(workload, hw)
     regs, gb, C = hw.pim.registers, hw.gb_elems, hw.org.channels
     G = dims["h"] // dims["kvh"]
@@ -147,10 +159,24 @@ def attention_default(workload: Workload, hw: Hardware) -> dict:
     k_regs = max((v for v in regs_ok if k_set(sh, {"k_regs": v, "k_mode": mode}) <= share),
                  default=min(regs_ok))
     units = sorted(sh.v_options(), reverse=True) if sh.padded else [0]
-    for vu in units:  # the most V units that fit: they work in parallel
-        pad = {"head_pad": sh.dk, "v_units": vu} if sh.padded else {}
-        vq = max((t for t in opts if t * sh.cpp(pad) <= regs
-                  and t * sh.chunk_v({**pad, "seq_split": ss}) <= gb), default=1)
+    tries = [(vu, 1) for vu in units]  # the most V units that fit: they work in parallel
+    if "v_groups" in _present(sh):  # first two groups of the fewest one-column units
+        U = hw.units_per_channel
+        few = [x for x in sh.v_options() if x >= sh.cols] if sh.padded else [sh.uv({})]
+        few = [x for x in few if U % (2 * x) == 0]
+        if few:
+            tries.insert(0, (min(few) if sh.padded else 0, 2))
+    for vu, groups in tries:
+        pad: dict = {"head_pad": sh.dk, "v_units": vu} if sh.padded else {}
+        if "v_groups" in _present(sh):
+            pad["v_groups"] = groups
+        chunk = sh.chunk_v({**pad, "seq_split": ss})
+        if groups > 1 and ceil_div(ceil_div(sh.span, chunk), ss) < 4:
+            continue  # too few passes for the overlap to repay the second read-out
+        vq, vq1 = (max((t for t in opts if t * sh.cpp(pad) <= regs
+                        and n * t * chunk <= gb), default=1) for n in (groups, 1))
+        if vq < vq1:
+            continue  # the groups' probabilities would crowd out query rows
         point = {**pad, "kv_channels": kc, "seq_split": ss, **split, "scores": "pim",
                  "k_mode": mode, "k_regs": k_regs,
                  "k_qrows": kq, "wsum": "pim", "v_qrows": vq}

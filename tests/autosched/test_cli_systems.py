@@ -58,7 +58,7 @@ def test_system_simulate_and_run_check(quad, tmp_path, capsys) -> None:
 
 
 def test_a_device_whose_cache_overflows_takes_denser_layouts_as_one_device_does() -> None:
-    """Two devices of 48 rows per bank, llama-tiny at batch 16 and context 512: under tp=2
+    """Two devices of 36 rows per bank, llama-tiny at batch 16 and context 512: under tp=2
     and under pp=2 each device's KV cache fits only in denser attention layouts; every
     stage compiles with them (as a single device's plan does) and the step simulates,
     where it used to be refused."""
@@ -69,7 +69,7 @@ def test_a_device_whose_cache_overflows_takes_denser_layouts_as_one_device_does(
     from sim.timing import simulate_system
 
     dev = load_hardware("hbm-pim").to_dict()
-    dev["name"], dev["org"]["rows_per_bank"] = "hbm-pim-48rows", 48
+    dev["name"], dev["org"]["rows_per_bank"] = "hbm-pim-36rows", 36
     system = load_system({"name": "duo", "device": dev, "devices": 2,
                           "link": {"bandwidth_gbps": 64.0, "latency_ns": 500.0,
                                    "topology": "switch"}})

@@ -34,6 +34,10 @@ EXPECTED = {  # file stem: (model_type, layers, heads, kv_heads, head_dim, windo
     "starcoder2-3b": ("starcoder2", 30, 24, 2, 128, 4096, None),
     "falcon-7b": ("falcon", 32, 71, 1, 64, 0, None),
     "stablelm-2-1.6b": ("stablelm", 24, 32, 32, 64, 0, None),
+    "smollm3-3b": ("smollm3", 36, 16, 4, 128, 0, None),
+    "exaone-4.0-1.2b": ("exaone4", 30, 32, 8, 64, 0, "llama3"),
+    "gemma-2b": ("gemma", 18, 8, 1, 256, 0, None),
+    "gemma-3-1b-pt": ("gemma3_text", 26, 4, 1, 256, 512, None),
 }
 
 

@@ -27,18 +27,18 @@ def load_cache(pl: AttnLayout, mem: object, base_row: int, keys: np.ndarray,
         width = pl.width(name)
         padded = np.zeros((b, kvh, len(positions), width), np.float32)
         padded[..., : pl.d] = arr
-        slot_rows = t.passes * t.rows_per_pass
+        slot_rows = t.slot_rows
         for j, p in enumerate(positions):
             si, rho, x = pl.owner(t, p)
             pieces = pl.pieces(t, x)
+            prow, shift = t.at(rho)
             for bi in range(b):
                 bj, bl = divmod(bi, pl.bpb)
                 for g in range(kvh):
                     gs, ch = divmod(g, pl.kc)
-                    row0 = (base_row + t.base + (bl * per_gs + gs) * slot_rows
-                            + rho * t.rows_per_pass)
+                    row0 = base_row + t.base + (bl * per_gs + gs) * slot_rows + prow
                     vec = padded[bi, g, j]
                     chan = (bj * pl.S + si) * pl.kc + ch
                     for pc in pieces:
-                        mem.write(chan, pc.bank, row0 + pc.row, pc.col * pl.lanes,
+                        mem.write(chan, pc.bank + shift, row0 + pc.row, pc.col * pl.lanes,
                                   vec[pc.elem: pc.elem + pc.ncols * pl.lanes])

@@ -82,10 +82,11 @@ def _host(pl: AttnLayout, softcap: float = 0.0) -> tuple[Stream, list[Buffer]]:
     y = pl.buf("y")
     if pl.wsum == "pim":
         body += [Signal("p"), Wait(tuple(f"o{k}" for k in range(pl.streams)))]
-        if pl.S > 1:
-            bufs.append(Buffer("yp", "fp32", pl.S * rows * dv))
+        if pl.vparts > 1:  # one partial per sequence split and V group
+            bufs.append(Buffer("yp", "fp32", pl.vparts * rows * dv))
             body.append(HostOp("reduce_sum", (BufRef(y, aff(0), (rows * dv,)),),
-                               (BufRef("yp", aff(0), (pl.S, rows * dv)),), (("axis", 0),)))
+                               (BufRef("yp", aff(0), (pl.vparts, rows * dv)),),
+                               (("axis", 0),)))
     else:
         body.append(HostOp("matmul", (BufRef(y, aff(0), (*five, dv)),),
                            (BufRef("pr", aff(0), (*five, lp)),

@@ -10,6 +10,7 @@ PIM, wait for the probabilities (``p``), MAC them against V and signal ``o{si}``
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 
 from search_spaces.attention import AttnLayout, TensorLayout
@@ -65,7 +66,7 @@ def _slots(pl: AttnLayout, body: list[Node], inner: Sequence[tuple[str, int]] = 
 
 
 def _slot_row(pl: AttnLayout, t: TensorLayout) -> Affine:
-    per = t.passes * t.rows_per_pass
+    per = t.slot_rows
     return aff(t.base, bi=(pl.kvh // pl.kc) * per, gs=per)
 
 
@@ -82,10 +83,11 @@ def _writes(pl: AttnLayout, bj: int, si: int) -> list[Node]:
                 continue
             src0 = aff((bj * pl.bpb * pl.q + i) * pl.kvh * w, bi=pl.q * pl.kvh * w,
                        gs=pl.kc * w, ch=w)
+            row, shift = t.at(rho)
             for pc in pl.pieces(t, x):
-                off = rho * t.rows_per_pass + pc.row
+                bank, off = pc.bank + shift, row + pc.row
                 src = BufRef(buf, affine_sum(src0, pc.elem), (pc.ncols * pl.lanes,))
-                runs.append((pc.bank, off, WrBank(pc.bank, pc.col, pc.ncols, src)))
+                runs.append((bank, off, WrBank(bank, pc.col, pc.ncols, src)))
         runs.sort(key=lambda r: r[:2])
         pieces += [(bank, affine_sum(_slot_row(pl, t), off), wr) for bank, off, wr in runs]
     body: list[Node] = []
@@ -162,23 +164,63 @@ def _reads(pl: AttnLayout, t: TensorLayout, bj: int, si: int, buf: str) -> list[
 
 
 def _wsum(pl: AttnLayout, bj: int, si: int) -> list[Node]:
-    """MAC the probabilities of ``qv`` query rows against every live V pass."""
+    """MAC the probabilities of ``qv`` query rows against every live V pass.
+
+    One V group: each pass activates its row, MACs and precharges. With ``G_v`` groups,
+    pass ``rho`` runs on group ``rho % G_v`` (its own region of the global buffer) and
+    activates the row of pass ``rho + G_v - 1``, whose group has just precharged, after
+    the first columns of its own MACs (in a loop over rounds of ``G_v`` passes, the last
+    passes unrolled); each group's sums are read out as a partial of their own."""
     loops, idx = query_groups(pl, pl.qv, bj)
-    chunk, st, cpp = pl.V.chunk, pl.vstep, pl.cpp
-    start = aff(si * chunk, p=pl.S * chunk)
-    body: list[Node] = [WrGb(BufRef("pr", affine_sum(_scale(idx[t], pl.lp), start), (chunk,)),
-                             t * chunk) for t in range(pl.qv)]
-    body.append(Act(0, st, affine_sum(_slot_row(pl, pl.V), p=1)))
-    body += [Mac(0, st, eb * chunk, chunk, t * chunk, t * cpp + eb, "bcast")
-             for t in range(pl.qv) for eb in range(cpp)]
-    body.append(Pre(0, st))
-    dv = pl.dv
-    ybuf, off = (pl.buf("y"), 0) if pl.S == 1 else ("yp", si * pl.b * pl.q * pl.h * dv)
-    rd = [RdAcc(0, st, t * cpp, cpp, BufRef(ybuf, affine_sum(_scale(idx[t], dv), off),
-                                            (dv,))) for t in range(pl.qv)]
-    passes = pl.passes_of(pl.V, si)
-    macs = loop("p", passes, body) if passes else []
-    inner = [ClrAcc(0, st, 0, pl.qv * cpp), *macs, *rd]
+    V, st, cpp, qv = pl.V, pl.vstep, pl.cpp, pl.qv
+    chunk, ng, n = V.chunk, V.groups, pl.passes_of(pl.V, si)
+    row0 = _slot_row(pl, V)
+    k = min(chunk, max(1, pl.vsplit))  # columns before the next activation
+
+    def vpass(r: Affine, g: int, act: list[Node]) -> list[Node]:
+        bank, base = g * V.gstep, g * qv * chunk
+        start = affine_sum(_scale(r, ng * pl.S * chunk), (si + g * pl.S) * chunk)
+        body: list[Node] = [WrGb(BufRef("pr", affine_sum(_scale(idx[t], pl.lp), start),
+                                        (chunk,)), base + t * chunk) for t in range(qv)]
+        if ng == 1:
+            body.append(Act(bank, st, affine_sum(row0, r)))
+        macs = [Mac(bank, st, eb * chunk, chunk, base + t * chunk, t * cpp + eb, "bcast")
+                for t in range(qv) for eb in range(cpp)]
+        if act and k < chunk:
+            m = macs[0]
+            macs[0:1] = [dataclasses.replace(m, ncols=k), *act, dataclasses.replace(
+                m, col=affine_sum(m.col, k), ncols=chunk - k, gb=affine_sum(m.gb, k))]
+        elif act:
+            macs[1:1] = act
+        return [*body, *macs, Pre(bank, st)]
+
+    def next_act(r: Affine, g: int, rho: int | None) -> list[Node]:
+        """The activation pass ``(r, g)`` issues (``rho``: its index when unrolled)."""
+        if ng == 1 or (rho is not None and rho + ng - 1 >= n):
+            return []
+        r2, g2 = divmod(g + ng - 1, ng)
+        return [Act(g2 * V.gstep, st, affine_sum(row0, r, r2))]
+
+    var = aff(0, p=1)
+    if ng == 1:
+        macs = loop("p", n, vpass(var, 0, [])) if n else []
+    else:  # rounds whose passes all activate one more row, then the rest unrolled
+        rounds = max(0, (n - 2 * ng + 1) // ng + 1)
+        macs = [Act(g * V.gstep, st, affine_sum(row0, 0)) for g in range(min(ng - 1, n))]
+        macs += loop("p", rounds, [x for g in range(ng) for x in vpass(var, g, next_act(
+            var, g, None))]) if rounds else []
+        for rho in range(rounds * ng, n):
+            r, g = divmod(rho, ng)
+            macs += vpass(aff(r), g, next_act(aff(r), g, rho))
+    dv, parts = pl.dv, pl.vparts
+    rows = pl.b * pl.q * pl.h * dv
+    rd = []
+    for g in range(ng):
+        ybuf, off = (pl.buf("y"), 0) if parts == 1 else ("yp", (si * ng + g) * rows)
+        rd += [RdAcc(g * V.gstep, st, t * cpp, cpp,
+                     BufRef(ybuf, affine_sum(_scale(idx[t], dv), off), (dv,)))
+               for t in range(qv)]
+    inner = [ClrAcc(0, pl.vunits_step, 0, qv * cpp), *macs, *rd]
     return _slots(pl, inner, loops)
 
 
@@ -216,11 +258,11 @@ def _deltas(pl: AttnLayout, dbj: int, dsi: int) -> dict[str, int]:
     chunk of positions further, and one partial-output block with ``yp``)."""
     rows, lp, dk, dv = dbj * pl.bpb * pl.q * pl.h, pl.lp, pl.dk, pl.dv
     heads = dbj * pl.bpb * pl.kvh * lp * dk
-    y = rows * dv + (dsi * pl.b * pl.q * pl.h * dv if pl.S > 1 else 0)
+    y = rows * dv + (dsi * pl.V.groups * pl.b * pl.q * pl.h * dv if pl.vparts > 1 else 0)
     return {pl.buf("q"): rows * dk, "sp": pl.lanes * (rows * lp + dsi * pl.K.chunk),
             "sc": rows * lp + dsi * pl.K.chunk, "kh": heads + dsi * pl.K.chunk * dk,
             "vh": heads + dsi * pl.V.chunk * dk, "pr": rows * lp + dsi * pl.V.chunk,
-            "yp" if pl.S > 1 else pl.buf("y"): y}
+            "yp" if pl.vparts > 1 else pl.buf("y"): y}
 
 
 def pim_streams(pl: AttnLayout) -> tuple[Stream, ...]:
