@@ -8,7 +8,8 @@ the norm feeding the projections (through a scale such as Gemma's ``1 + w``)
 ``attn_norm``; the linear reading the attention ``o_proj``, a norm after it
 ``attn_post_norm``, the residual add ``attn_residual``, the norm reading that
 ``ffn_norm`` (or, when attention and MLP read one input, the other norm of that input;
-or ``attn_norm`` itself for a parallel block). Of the linears reading ``ffn_norm``, one
+or ``attn_norm`` itself for a parallel block; or, with post-norms only, the residual sum
+itself). Of the linears reading ``ffn_norm``, one
 followed by an activation (``ffn_silu``, or ``ffn_act`` for any other) then a product is
 ``ffn_gate`` (the product ``ffn_mul``, the other linear ``ffn_up``); one followed by an
 activation alone is ``ffn_up`` (``fc1``); the linear after them ``ffn_down``, a norm
@@ -159,6 +160,10 @@ class _Walk:
         if src is not None and (fnorm is None or self.role.get(fnorm)):
             fnorm = next((u for u in self.users[src] if self.fam(u) is Kind.NORM
                           and u != anorm and u not in self.role), None)  # two norms, one input
+        if fnorm is None and res is not None and any(
+                self.fam(u) is Kind.LINEAR for u in self.users[res]):
+            self.mlp_roles(res, i)  # post-norms only (OLMo 2, EXAONE 4): the MLP reads the sum
+            return
         self.set(fnorm, "ffn_norm", i)
         self.mlp_roles(fnorm, i)
 

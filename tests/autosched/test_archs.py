@@ -75,3 +75,21 @@ def test_neutral_norms_follow_the_architecture() -> None:
         assert float(model.model.norm.weight.detach().float().mean()) == want
         again = build_module(cfg, device="cpu", seed=0, norms="random")
         assert float((again.model.norm.weight.detach().float() - want).abs().max()) > 0
+
+
+@pytest.mark.parametrize("arch", ["olmo2", "exaone4"])
+def test_a_post_norm_only_block_names_its_mlp_and_fuses_it(tmp_path, arch: str) -> None:
+    """OLMo 2 and EXAONE 4 have no norm before the MLP: it reads the attention's residual
+    sum, and is still named (gate, up, down, post-norm) so the fusion plan packs gate and
+    up with their activation and puts the post-norm and residual into the down GEMV."""
+    from search_spaces.fusion import FULL_FUSION
+
+    folder = tiny_checkpoint(arch, tmp_path / arch)
+    _, plain = model_graph(str(folder), context=8, fusion={})
+    layers = len(plain.by_role("attn"))
+    for role in ("ffn_gate", "ffn_up", "ffn_down", "ffn_post_norm", "ffn_residual"):
+        assert len(plain.by_role(role)) == layers, role
+    _, fused = model_graph(str(folder), context=8, fusion=dict(FULL_FUSION))
+    down = fused.by_role("ffn_down")
+    assert len(fused.by_role("gate_up")) == layers and len(down) == layers
+    assert all(n.workload.attr("epilogue", "").startswith("norm_add") for n in down)
