@@ -14,7 +14,9 @@ last axis with the second (``act(gate) * up``), halving it; ``rmsnorm_cat`` appe
 the value's RMS norm (attr ``eps``) times its input ``w``, doubling the last axis: the
 residual and the next layer's normalised input at once; ``rope`` reads ``cos`` and
 ``sin`` [rows, d] and rotates the first attr
-``rope_heads`` heads of ``d`` columns of each row; ``argmax_cat`` appends each row's
+``rope_heads`` heads of ``d`` columns of each row; ``qknorm`` (inputs ``wq``, ``wk`` [d],
+attrs ``qk_heads``, ``qk_eps``) RMS-normalises each of those heads first, the first
+``qk_heads`` with ``wq`` and the others with ``wk``; ``argmax_cat`` appends each row's
 argmax as one more column: the logits and the next token at once).
 """
 
@@ -308,7 +310,7 @@ HOST_OPS: dict[str, HostOpSpec] = {
 # epilogue stage -> (extra inputs, FLOPs per element of the value it is applied to)
 EPILOGUES: dict[str, tuple[int, float]] = {
     "bias": (1, 1.0), "add": (1, 1.0), "silu_mul": (0, 3.0), "rmsnorm_cat": (1, 4.0),
-    "rope": (2, 3.0), "argmax_cat": (0, 1.0),
+    "rope": (2, 3.0), "argmax_cat": (0, 1.0), "qknorm": (2, 4.0),
     "rmsnorm": (1, 4.0), **{a: (0, f) for a, f in _ACT_FLOPS.items()},
     **{f"{a}_mul": (0, (f + 1) / 2) for a, f in _ACT_FLOPS.items() if a != "silu"}}
 
@@ -363,6 +365,16 @@ def _rope_cols(x: Arr, cos: Arr, sin: Arr, heads: int) -> Arr:
                           axis=1)
 
 
+def _qk_norms(x: Arr, wq: Arr, wk: Arr, qh: int, heads: int, eps: float) -> Arr:
+    """``x`` [rows, w] with its first ``qh`` heads of ``d = len(wq)`` columns RMS-normalised
+    with scale ``wq``, the next ``heads - qh`` with ``wk``, the rest unchanged."""
+    d, rows = wq.shape[0], x.shape[0]
+    head = x[:, : heads * d].reshape(rows, heads, d)
+    scale = np.concatenate([np.tile(wq, (qh, 1)), np.tile(wk, (heads - qh, 1))])
+    normed = head / np.sqrt(np.mean(head * head, axis=-1, keepdims=True) + eps) * scale
+    return np.concatenate([normed.reshape(rows, -1), x[:, heads * d:]], axis=1)
+
+
 def _epilogue(op: HostOp, x: Arr, extra: list[Arr]) -> Arr:
     it = iter(extra)
     for st in _stages(op):
@@ -381,6 +393,10 @@ def _epilogue(op: HostOp, x: Arr, extra: list[Arr]) -> Arr:
             x = np.concatenate([x, _rmsnorm(op, x, next(it).reshape(-1))], axis=-1)
         elif st == "rope":
             x = _rope_cols(x, next(it), next(it), int(op.attr("rope_heads")))
+        elif st == "qknorm":  # per-head RMS norms of q's heads, then k's, before rotating
+            x = _qk_norms(x, next(it).reshape(-1), next(it).reshape(-1),
+                          int(op.attr("qk_heads")), int(op.attr("rope_heads")),
+                          float(op.attr("qk_eps", 1e-6)))
         elif st == "argmax_cat":
             idx = np.argmax(x, axis=-1).astype(np.float32)[..., None]
             x = np.concatenate([x, idx], axis=-1)

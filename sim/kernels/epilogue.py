@@ -8,6 +8,8 @@ read: ``bias`` ``b`` [n]; ``add`` ``r`` [batch, n]; ``silu_mul`` none (output ha
 its RMS norm); ``rope`` ``cos``, ``sin`` [batch, rope_dim], rotating the first
 ``rope_heads`` heads of ``rope_dim`` columns of each row (q | k of a merged projection);
 ``argmax_cat`` none (one more column: each row's argmax, the logits' next token);
+``qknorm`` ``q_norm_w``, ``k_norm_w`` [rope_dim] with ``qk_eps``: per-head RMS norms of the
+first ``qk_heads`` heads (q) and the next ``rope_heads - qk_heads`` (k), before ``rope``;
 ``rmsnorm`` ``post_norm_w`` [n] with ``post_eps`` (a post-norm, in place); an
 activation (``relu``, ``gelu_tanh``, ``gelu_erf``, ``silu``: an ``fc1``'s) none, and its
 gated form ``{act}_mul`` none (output halved, as ``silu_mul``).
@@ -26,7 +28,7 @@ __all__ = ["NO_EPILOGUE", "Epilogue"]
 
 _INPUTS = {"bias": ("b",), "add": ("r",), "rmsnorm_cat": ("out_norm_w",),
            "rmsnorm": ("post_norm_w",),
-           "rope": ("cos", "sin"), "argmax_cat": (),
+           "rope": ("cos", "sin"), "argmax_cat": (), "qknorm": ("q_norm_w", "k_norm_w"),
            **{a: () for a in ACTIVATIONS}, **{f"{a}_mul": () for a in ACTIVATIONS}}
 
 
@@ -39,6 +41,8 @@ class Epilogue:
     rope_heads: int = 0  # rope: heads rotated, from column 0
     rope_dim: int = 0  # rope: head dim (cos/sin width)
     post_eps: float = 1e-5  # rmsnorm (a post-norm)
+    qk_heads: int = 0  # qknorm: q's heads (the rest of rope_heads are k's)
+    qk_eps: float = 1e-6  # qknorm
 
     def __post_init__(self) -> None:
         bad = [st for st in self.stages if st not in EPILOGUES]
@@ -47,6 +51,8 @@ class Epilogue:
                                  f"(known: {', '.join(EPILOGUES)})")
         if "rope" in self.stages and min(self.rope_heads, self.rope_dim) < 1:
             raise AutoschedError("a rope epilogue needs rope_heads and rope_dim")
+        if "qknorm" in self.stages and not 0 < self.qk_heads < self.rope_heads:
+            raise AutoschedError("a qknorm epilogue needs 0 < qk_heads < rope_heads")
 
     def inputs(self) -> tuple[str, ...]:
         """The input buffers the stages read, in stage order."""
@@ -55,7 +61,8 @@ class Epilogue:
     def shapes(self, batch: int, n: int) -> tuple[tuple[int, ...], ...]:
         """Shapes of :meth:`inputs`."""
         size = {"b": (n,), "out_norm_w": (n,), "post_norm_w": (n,), "r": (batch, n),
-                "cos": (batch, self.rope_dim), "sin": (batch, self.rope_dim)}
+                "cos": (batch, self.rope_dim), "sin": (batch, self.rope_dim),
+                "q_norm_w": (self.rope_dim,), "k_norm_w": (self.rope_dim,)}
         return tuple(size[b] for b in self.inputs())
 
     def out_shape(self, batch: int, n: int) -> tuple[int, int]:
@@ -76,6 +83,8 @@ class Epilogue:
             out += (("rope_heads", self.rope_heads),)
         if "rmsnorm" in self.stages:
             out += (("post_eps", self.post_eps),)
+        if "qknorm" in self.stages:
+            out += (("qk_heads", self.qk_heads), ("qk_eps", self.qk_eps))
         return out
 
     def op(self, kind: str, ins: tuple[BufRef, ...], batch: int, n: int,

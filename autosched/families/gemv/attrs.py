@@ -17,9 +17,13 @@ __all__ = ["EPILOGUES", "RESIDUAL_EPILOGUES", "gemv_attrs"]
 # (``norm_add_rmsnorm``) first normalises the output by a post-norm (attr ``post_eps``,
 # constant ``post_norm_w`` [n]: Gemma 2/3, OLMo 2), then as ``add``; an activation
 # (``relu``, ``gelu_tanh``, ``gelu_erf``, ``silu``) applies to every output, after the bias
-# (an ``fc1``); ``{act}_mul`` gates, output [m, n/2] = act(gate) * up
+# (an ``fc1``); ``{act}_mul`` gates, output [m, n/2] = act(gate) * up; ``qknorm_rope``
+# first RMS-normalises each of the ``rope_heads`` heads, the first attr ``qk_heads`` (q's)
+# with constant ``q_norm_w`` [rope_d] and the rest (k's) with ``k_norm_w`` (attr
+# ``qk_eps``: Qwen3, Gemma 3, OLMo 2's per-head form), then as ``rope``
 EPILOGUES: dict[str, tuple[str, ...]] = {
     "": (), "add": ("add",), "add_rmsnorm": ("add", "rmsnorm_cat"), "rope": ("rope",),
+    "qknorm_rope": ("qknorm", "rope"),
     "norm_add": ("rmsnorm", "add"), "norm_add_rmsnorm": ("rmsnorm", "add", "rmsnorm_cat"),
     "argmax": ("argmax_cat",), **{a: (a,) for a in ACTIVATIONS},
     **{f"{a}_mul": (f"{a}_mul",) for a in ACTIVATIONS}}
@@ -38,9 +42,13 @@ def gemv_attrs(w: Workload) -> tuple[bool, str, bool]:
     check(bias in (0, 1), f"gemv attr bias must be 0 or 1, got {bias}")
     check(not epi.endswith("_mul") or w.dims["n"] % 2 == 0,
           f"epilogue {epi} needs an even n")
-    if epi == "rope":
+    if epi in ("rope", "qknorm_rope"):
         heads, d = int(w.attr("rope_heads", 0)), int(w.attr("rope_d", 0))
         check(heads > 0 and d > 0 and d % 2 == 0 and heads * d <= w.dims["n"],
-              f"epilogue rope needs attrs rope_heads and an even rope_d with rope_heads * "
+              f"epilogue {epi} needs attrs rope_heads and an even rope_d with rope_heads * "
               f"rope_d <= n={w.dims['n']}, got {heads} and {d}")
+    if epi == "qknorm_rope":
+        qh = int(w.attr("qk_heads", 0))
+        check(0 < qh < int(w.attr("rope_heads", 0)),
+              f"epilogue qknorm_rope needs attr qk_heads between 0 and rope_heads, got {qh}")
     return pro == "rmsnorm", epi, bool(bias)

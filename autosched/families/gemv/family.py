@@ -94,8 +94,10 @@ class GemvFamily(Family):
         heads = w.attr("rope_heads")
         if heads is None:  # a rotating qkv_proj's share holds 1/tp of q's and k's heads
             return w
-        return Workload.make(w.op, w.dtype, {**dict(w.attrs), "rope_heads": int(heads) // tp},
-                             **w.dims)
+        attrs = {**dict(w.attrs), "rope_heads": int(heads) // tp}
+        if w.attr("qk_heads") is not None:
+            attrs["qk_heads"] = int(w.attr("qk_heads")) // tp
+        return Workload.make(w.op, w.dtype, attrs, **w.dims)
 
     # ---- memory --------------------------------------------------------------------
     def weight_bytes(self, workload: Workload, hw: Hardware) -> int:
@@ -162,9 +164,12 @@ class GemvFamily(Family):
             out["b"] = joined(source, node, "b")
         if w.attr("prologue") == "rmsnorm":
             out["norm_w"] = norm_weight(source, node, "norm_w", w.dims["k"])
-        if w.attr("epilogue") == "rope":
+        if w.attr("epilogue") in ("rope", "qknorm_rope"):
             out["cos"], out["sin"] = rope_tables(source, node, positions,
                                                  int(w.attr("rope_d")))
+        if w.attr("epilogue") == "qknorm_rope":
+            for name in ("q_norm_w", "k_norm_w"):
+                out[name] = norm_weight(source, node, name, int(w.attr("rope_d")))
         if self.writes_norm(w):
             out["out_norm_w"] = norm_weight(source, node, "out_norm_w", w.dims["n"])
         if str(w.attr("epilogue")).startswith("norm_add"):
@@ -190,10 +195,16 @@ class GemvFamily(Family):
             z = activate(epi, z)
         elif epi == "argmax":
             z = np.concatenate([z, np.argmax(z, axis=-1).astype(np.float64)[:, None]], axis=1)
-        elif epi == "rope":
+        elif epi in ("rope", "qknorm_rope"):
             heads, d = int(w.attr("rope_heads")), int(w.attr("rope_d"))
             cos, sin = env.tables(d)
             m = z.shape[0]
-            z = np.concatenate([rotate(z[:, :heads * d].reshape(m, heads, d), cos, sin)
-                                .reshape(m, -1), z[:, heads * d:]], axis=1)
+            head = z[:, :heads * d].reshape(m, heads, d)
+            if epi == "qknorm_rope":
+                qh, eps = int(w.attr("qk_heads")), float(w.attr("qk_eps", 1e-6))
+                head = np.concatenate([rms_norm(head[:, :qh], tensors["q_norm_w"], eps),
+                                       rms_norm(head[:, qh:], tensors["k_norm_w"], eps)],
+                                      axis=1)
+            z = np.concatenate([rotate(head, cos, sin).reshape(m, -1), z[:, heads * d:]],
+                               axis=1)
         return z

@@ -166,28 +166,65 @@ def _scales(st: _State) -> None:
         st.rewire({sc.name: lin.name})
 
 
+def _head_norms(st: _State, r: OpNode) -> tuple[OpNode, OpNode, OpNode] | None:
+    """(qkv_proj, q_norm, k_norm) when rope ``r`` rotates the per-head RMS norms of q and k
+    (Qwen3, Gemma 3), each read by ``r`` alone, computed from one merged qkv_proj."""
+    named = {n.name: n for n in st.nodes}
+    ins = [named.get(i) for i in r.inputs]
+    qn = next((n for n in ins if n is not None and n.role == "q_norm"), None)
+    kn = next((n for n in ins if n is not None and n.role == "k_norm"), None)
+    if len(ins) != 2 or qn is None or kn is None or qn.inputs != kn.inputs or \
+            len(qn.inputs) != 1:
+        return None
+    lin = named.get(qn.inputs[0])
+    d = r.workload.dims["d"]
+    ok = lin is not None and lin.role == "qkv_proj" and all(
+        x.workload.op == "rmsnorm" and x.workload.dims["n"] == d and st.consumers(x.name) == [r]
+        and x.workload.attr("eps", DEFAULT_EPS) == qn.workload.attr("eps", DEFAULT_EPS)
+        for x in (qn, kn))
+    return (lin, qn, kn) if ok else None
+
+
 def _rope(st: _State) -> None:
     for r in [n for n in st.nodes if n.workload.op == "rope"]:
         lin = next((n for n in st.nodes if r.inputs == (n.name,)), None)
-        d = r.workload.dims
+        norms = _head_norms(st, r) if lin is None else None
+        if norms is not None and not (r.workload.attr("rot") or r.workload.attr("pairs")):
+            lin, qn, kn = norms
+            _rope_into(st, r, lin, "qknorm_rope", (qn, kn))
+            continue
         if lin is None or lin.role != "qkv_proj" or r.workload.attr("rot") or \
                 r.workload.attr("pairs"):
-            continue  # q and k reach it through other ops (q/k norms), or a rotary the
-            # epilogue does not compute (partial, neighbouring pairs): the rope stays
-        if (lin.workload.attr("epilogue")
-                or _rows(lin.workload) != d["m"] or d["h"] * d["d"] > lin.workload.dims["n"]
-                or not all(u.workload.op == "attention" for u in st.consumers(r.name))):
-            raise FusionError(f"{r.name}: rope_epilogue needs a rope reading q | k of a merged "
-                              "qkv_proj with no epilogue, read by attention only")
-        params = dict(lin.params)
-        for k in ("rotary", "rotary_kind"):
-            if r.param(k):
-                params[k] = r.param(k)
-        st.swap(lin, dataclasses.replace(
-            lin, workload=_with(lin.workload, epilogue="rope", rope_heads=d["h"], rope_d=d["d"]),
-            params=tuple(sorted(params.items()))))
-        st.swap(r, None)
-        st.rewire({r.name: lin.name})
+            continue  # q and k reach it through other ops, or a rotary the epilogue does
+            # not compute (partial, neighbouring pairs): the rope stays
+        _rope_into(st, r, lin, "rope", ())
+
+
+def _rope_into(st: _State, r: OpNode, lin: OpNode, epi: str, norms: tuple[OpNode, ...]
+               ) -> None:
+    """``lin`` takes rope ``r`` (and the head norms between them) as epilogue ``epi``."""
+    d = r.workload.dims
+    if (lin.workload.attr("epilogue")
+            or _rows(lin.workload) != d["m"] or d["h"] * d["d"] > lin.workload.dims["n"]
+            or not all(u.workload.op == "attention" for u in st.consumers(r.name))):
+        raise FusionError(f"{r.name}: rope_epilogue needs a rope reading q | k of a merged "
+                          "qkv_proj with no epilogue, read by attention only")
+    params, attrs = dict(lin.params), {"epilogue": epi, "rope_heads": d["h"], "rope_d": d["d"]}
+    for k in ("rotary", "rotary_kind"):
+        if r.param(k):
+            params[k] = r.param(k)
+    if norms:
+        qn, kn = norms
+        attrs["qk_heads"] = _rows(qn.workload) // d["m"]
+        attrs["qk_eps"] = float(qn.workload.attr("eps", DEFAULT_EPS))
+        for name, node in (("q_norm_w", qn), ("k_norm_w", kn)):
+            if node.param("w"):
+                params[name] = node.param("w")
+    st.swap(lin, dataclasses.replace(lin, workload=_with(lin.workload, **attrs),
+                                     params=tuple(sorted(params.items()))))
+    for x in (*norms, r):
+        st.swap(x, None)
+    st.rewire({x.name: lin.name for x in (*norms, r)})
 
 
 def _post_norm(st: _State, lin: OpNode) -> OpNode | None:
