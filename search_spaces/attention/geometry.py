@@ -42,7 +42,7 @@ from sim.errors import AutoschedError
 from sim.hardware import Hardware
 from sim.kernels.base import ceil_div
 
-from .rules import AttnShape, attention_reasons, k_fill, shape_reasons
+from .rules import AttnShape, attention_reasons, k_fill, q_part, shape_reasons
 
 __all__ = ["AttnLayout", "Piece", "TensorLayout", "attention_shape", "attention_layout_of"]
 
@@ -126,6 +126,7 @@ class AttnLayout:
     window: int = 0  # sliding window (0: none)
     scale: float = 0.0  # score scale
     vsplit: int = 1  # columns of a V pass's MACs that cover the previous group's precharge
+    qpart: int = 0  # elements of a query row per global-buffer load (< dk: loaded in parts)
 
     @property
     def live(self) -> int:
@@ -275,4 +276,5 @@ def attention_layout_of(w_dims: dict[str, int], cap: int, point: dict, hw: Hardw
                     K=K, V=V, lanes=lanes, Bs=Bs, dk=sh.dk, dv=dv, span=span, window=window,
                     scale=scale if scale is not None else d ** -0.5,
                     vsplit=ceil_div(round(hw.timing.trp * hw.org.tck_ns * 1000),
-                                    round(hw.pim_column_ns * 1000)))
+                                    round(hw.pim_column_ns * 1000)),
+                    qpart=q_part(sh, point.get("k_qrows", 1)))

@@ -28,7 +28,7 @@ from sim.hardware import Hardware
 from sim.kernels.base import ceil_div
 
 __all__ = ["ATTN_RULES", "AttnRule", "AttnShape", "attention_reasons", "cache_rows",
-           "channels_used", "k_fill", "k_set", "shape_reasons", "unit_share"]
+           "channels_used", "k_fill", "k_parts", "k_set", "q_part", "shape_reasons", "unit_share"]
 
 V = Mapping[str, Any]
 
@@ -224,6 +224,25 @@ def _rows(s: AttnShape, v: V) -> str | None:
     return None
 
 
+def q_part(s: AttnShape, qrows: int) -> int:
+    """Elements of each query row one global-buffer load holds: the whole padded head
+    when ``qrows`` rows fit, else the most whole columns that do (the K pass then loads
+    the query in parts, row by row of the cache)."""
+    gb = s.hw.gb_elems
+    return s.dk if qrows * s.dk <= gb else gb // qrows // s.lanes * s.lanes
+
+
+def k_parts(s: AttnShape, v: V) -> str | None:
+    if q_part(s, v["k_qrows"]) >= s.dk:
+        return None
+    ppu = k_fill(s, v)
+    pps = min(k_set(s, v), ppu)
+    if pps >= ppu or pps % s.ppr == 0:
+        return None
+    return (f"a query loaded in parts needs register sets of whole rows: k_regs gives "
+            f"{pps} positions per set, a row holds {s.ppr}")
+
+
 def _groups(s: AttnShape, v: V) -> str | None:
     uv, g, u = s.uv(v), s.v_groups(v), s.hw.units_per_channel
     if u % (uv * g):
@@ -242,8 +261,10 @@ ATTN_RULES: tuple[AttnRule, ...] = (
              _limit("k_qrows*k_regs", lambda s, v: v["k_qrows"] * v["k_regs"], _REGS,
                     "registers per unit, the unit has"), "pim"),
     AttnRule("k_buffer", ("k_qrows",),
-             _limit("k_qrows*dk", lambda s, v: v["k_qrows"] * s.dk, _GB,
-                    "query elements overflow the global buffer"), "pim"),
+             _limit("k_qrows*lanes", lambda s, v: v["k_qrows"] * s.lanes, _GB,
+                    "query elements (a column each, at least) overflow the global buffer"),
+             "pim"),
+    AttnRule("k_parts", ("k_qrows", "k_mode", "k_regs", "seq_split"), k_parts, "pim"),
     AttnRule("v_registers", ("v_qrows",),
              _limit("v_qrows*cpp", lambda s, v: v["v_qrows"] * s.cpp(v), _REGS,
                     "registers per unit, the unit has"), optional=_VU),

@@ -12,7 +12,10 @@ on the context length l, so one schedule serves every decoding step):
 * ``scores`` (q k^T) on ``pim`` or ``host``; on PIM: ``k_mode`` ``dot`` (adder tree, 16
   positions per register) or ``lane`` (16 lane partials per position, summed on the host),
   ``k_regs`` registers per query row, ``k_qrows`` query rows MACed against each activated
-  K row (GQA: the query heads of one kv head reuse the row; prefill adds tokens).
+  K row (GQA: the query heads of one kv head reuse the row; prefill adds tokens). When
+  ``k_qrows`` heads overflow the global buffer (hbm-pim's 128 elements: a head of 256,
+  or two of 128), each activated K row takes the query in parts of whole columns, one
+  load per part (register sets then cover whole rows: rule ``k_parts``).
 * ``wsum`` (p v) on ``pim`` or ``host``; on PIM ``v_qrows`` query rows per activated V row,
   and, where a channel has more units than V needs, ``v_groups``: disjoint groups of V
   units that take the passes in turn, each activating its next row while another MACs
@@ -35,7 +38,14 @@ generator lays out.
 from __future__ import annotations
 
 from search_spaces.attention.geometry import attention_shape
-from search_spaces.attention.rules import ATTN_RULES, AttnShape, k_set, shape_reasons, unit_share
+from search_spaces.attention.rules import (
+    ATTN_RULES,
+    AttnShape,
+    k_parts,
+    k_set,
+    shape_reasons,
+    unit_share,
+)
 from search_spaces.constraints import Rule
 from search_spaces.domains import Categorical, Divisors, PowersOfTwo
 from search_spaces.errors import SpaceError
@@ -52,7 +62,8 @@ __all__ = ["VERSION", "attention_default", "attention_space", "capacity_of", "qr
 # 3: a V pass of a short cache gives every stream of the sequence split a share
 # 4: so does a K pass, filling a register set partly
 # 5: v_groups, V passes alternating over groups of units
-VERSION = 5
+# 6: scores on PIM for a query larger than the global buffer (loaded in parts)
+VERSION = 6
 
 
 def capacity_of(workload: Workload) -> int:
@@ -156,8 +167,12 @@ def attention_default(workload: Workload, hw: Hardware) -> dict:
     mode = "dot" if hw.pim.adder_tree else "lane"
     share = unit_share(sh, {"seq_split": ss})
     regs_ok = [v for v in space.param("k_regs").domain.values() if kq * v <= regs]
-    k_regs = max((v for v in regs_ok if k_set(sh, {"k_regs": v, "k_mode": mode}) <= share),
-                 default=min(regs_ok))
+    fits = sorted((v for v in regs_ok if k_set(sh, {"k_regs": v, "k_mode": mode}) <= share),
+                  reverse=True) or [min(regs_ok)]
+    # a query loaded in parts needs register sets of whole rows
+    whole = [v for v in sorted(regs_ok, reverse=True) if k_parts(sh, {
+        "k_qrows": kq, "k_mode": mode, "k_regs": v, "seq_split": ss}) is None]
+    k_regs = next((v for v in fits if v in whole), whole[0] if whole else fits[0])
     units = sorted(sh.v_options(), reverse=True) if sh.padded else [0]
     tries = [(vu, 1) for vu in units]  # the most V units that fit: they work in parallel
     if "v_groups" in _present(sh):  # first two groups of the fewest one-column units

@@ -414,3 +414,23 @@ def test_v_groups_take_alternate_passes_and_hide_activations(name: str, d: int,
     lat = {g: simulate(build(long, {**point, "v_groups": g}, hw).program, hw).latency_ns
            for g in (1, 2)}
     assert lat[2] < lat[1]
+
+
+@pytest.mark.parametrize("k_qrows, k_regs", [(1, 2), (4, 2)])
+def test_a_query_larger_than_the_global_buffer_is_loaded_in_parts(k_qrows: int,
+                                                                  k_regs: int) -> None:
+    """hbm-pim's 128-element global buffer holds neither one head of 256 nor four query
+    rows of 128: the K pass loads each row's query part by part (whole columns each) and
+    MACs every position of the activated row per part; the scores match numpy after a
+    prefill, and a long cache scores faster in the banks than on the host."""
+    hw = HW["hbm-pim"]
+    point = {"kv_channels": 1, "seq_split": 4, "scores": "pim", "k_mode": "lane",
+             "k_regs": k_regs, "k_qrows": k_qrows, "wsum": "pim", "v_qrows": 1}
+    w = workload(1, 1, 4, 1, 256, 40, 48)
+    assert family_of(w).space(w, hw).validate(point) == []
+    check_point(hw, (1, 4, 1, 256, 48), 1, 40, point, seed=7)
+    long = workload(1, 1, 4, 1, 256, 1024, 1024)
+    pim = simulate(build(long, {**point, "seq_split": 32}, hw).program, hw).latency_ns
+    host = simulate(build(long, {"kv_channels": 1, "seq_split": 32, "scores": "host",
+                                 "wsum": "pim", "v_qrows": 1}, hw).program, hw).latency_ns
+    assert pim < host

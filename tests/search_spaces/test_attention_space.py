@@ -48,12 +48,23 @@ def test_dot_mode_only_with_an_adder_tree() -> None:
 
 
 def test_global_buffer_and_registers_bound_query_rows() -> None:
+    """Registers bound the query rows; a global buffer smaller than the rows' heads only
+    splits the query into parts (whole columns each), the K pass loading part by part
+    with register sets of whole rows."""
+    from search_spaces.attention import attention_layout_of, capacity_of
+
     hbm = HW[0]  # 128-element global buffer: one query row of d=128
-    space = attention_space(wl(8), hbm)
+    w = wl(8)
+    space = attention_space(w, hbm)
     point = {"kv_channels": 8, "seq_split": 8, "scores": "pim", "k_mode": "lane",
              "k_regs": 8, "k_qrows": 2, "wsum": "host"}
     reasons = " ".join(space.validate(point))
-    assert "k_buffer" in reasons and "k_registers" in reasons
+    assert "k_registers" in reasons and "k_buffer" not in reasons
+    two = {**point, "k_regs": 4}
+    assert space.validate(two) == []
+    assert attention_layout_of(w.dims, capacity_of(w), two, hbm).qpart == 64
+    lone = {**point, "k_regs": 1, "seq_split": 1}  # one-position sets within a row of several
+    assert any(r.startswith("k_parts") for r in space.validate(lone))
 
 
 def test_qrow_options() -> None:

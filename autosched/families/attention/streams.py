@@ -117,27 +117,45 @@ def _scores(pl: AttnLayout, bj: int, si: int) -> list[Node]:
     # only its first lanes when it fills part of one register)
     nregs = pl.pps if lane_mode else ceil_div(pl.pps, lanes)
     part = pl.pps if not lane_mode and pl.pps < lanes else 0
-    body: list[Node] = []
-    for y in range(pl.ppu):
+    mode = "lane" if lane_mode else "dot"
+    # the query in parts of qe elements when the global buffer cannot hold it whole: each
+    # row of the cache MACs part by part, the part loaded before its columns
+    qe = pl.qpart or d
+    parts = [(h * qe, min(qe, d - h * qe)) for h in range(ceil_div(d, qe))]
+
+    def macs(y: int, lo: int, n: int) -> list[Node]:
         w = y % pl.pps
-        if y % pl.ppr == 0:
-            body.append(Act(0, pl.bpu, affine_sum(row0, y // pl.ppr)))
-        if w == 0:
-            body.append(ClrAcc(0, pl.bpu, 0, pl.qk * pl.rpq))
         r, j = (w, 0) if lane_mode else divmod(w, lanes)
-        mode = "lane" if lane_mode else "dot"
-        body += [Mac(0, pl.bpu, (y % pl.ppr) * dc, dc, t * d, t * pl.rpq + r, mode, j)
-                 for t in range(pl.qk)]
-        if (y + 1) % pl.pps == 0:
-            first = si * pl.K.chunk + (y // pl.pps) * pl.U * pl.pps
-            for t in range(pl.qk):
-                off = affine_sum(_scale(idx[t], pl.lp), start, first)
-                dst = BufRef("sp" if lane_mode else "sc", _scale(off, pw),
-                             (pl.U * pl.pps * pw,))
-                body.append(RdAcc(0, pl.bpu, t * pl.rpq, nregs, dst, part))
-        if (y + 1) % pl.ppr == 0 or y + 1 == pl.ppu:
-            body.append(Pre(0, pl.bpu))
-    return _slots(pl, [*gbw, *loop("p", passes, body)], loops)
+        return [Mac(0, pl.bpu, (y % pl.ppr) * dc + lo // lanes, n // lanes, t * qe,
+                    t * pl.rpq + r, mode, j) for t in range(pl.qk)]
+
+    def readout(y: int) -> list[Node]:
+        first = si * pl.K.chunk + (y // pl.pps) * pl.U * pl.pps
+        out: list[Node] = []
+        for t in range(pl.qk):
+            off = affine_sum(_scale(idx[t], pl.lp), start, first)
+            dst = BufRef("sp" if lane_mode else "sc", _scale(off, pw), (pl.U * pl.pps * pw,))
+            out.append(RdAcc(0, pl.bpu, t * pl.rpq, nregs, dst, part))
+        return out
+
+    body: list[Node] = []
+    for y0 in range(0, pl.ppu, pl.ppr):  # one activated row of ppr positions at a time
+        ys = range(y0, min(y0 + pl.ppr, pl.ppu))
+        body.append(Act(0, pl.bpu, affine_sum(row0, y0 // pl.ppr)))
+        for lo, n in parts:
+            if len(parts) > 1:
+                body += [WrGb(BufRef(pl.buf("q"), affine_sum(_scale(idx[t], d), lo), (n,)),
+                              t * qe) for t in range(pl.qk)]
+            for y in ys:
+                if lo == 0 and y % pl.pps == 0:
+                    body.append(ClrAcc(0, pl.bpu, 0, pl.qk * pl.rpq))
+                body += macs(y, lo, n)
+                if len(parts) == 1 and (y + 1) % pl.pps == 0:
+                    body += readout(y)
+        if len(parts) > 1:
+            body += [x for y in ys if (y + 1) % pl.pps == 0 for x in readout(y)]
+        body.append(Pre(0, pl.bpu))
+    return _slots(pl, [*(gbw if len(parts) == 1 else []), *loop("p", passes, body)], loops)
 
 
 def _scale(a: Affine, k: int) -> Affine:
