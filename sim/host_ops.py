@@ -4,20 +4,8 @@ Inputs and outputs are the ``BufRef`` windows of a :class:`~sim.isa.HostOp`, sha
 their ``shape``. The timing simulator charges ``op_overhead_ns + max(flops / peak,
 bytes / bandwidth)``; the functional executor calls ``run``. Arithmetic is float32.
 
-Any op may carry an epilogue, attr ``epi``: comma-separated stages from
-:data:`EPILOGUES` applied to its result in the same dispatch (``bias``, ``add`` and
-``rmsnorm_cat`` add one more input each (``rope`` two), listed after the op's own inputs
-in stage order; an activation of :data:`ACTIVATIONS` (``silu``, ``relu``, ``gelu_tanh``,
-``gelu_erf``) applies it to every element; ``rmsnorm`` (one input ``w``, attr
-``post_eps``) normalises the value in place (a post-norm); ``{act}_mul`` gates the first half of the
-last axis with the second (``act(gate) * up``), halving it; ``rmsnorm_cat`` appends
-the value's RMS norm (attr ``eps``) times its input ``w``, doubling the last axis: the
-residual and the next layer's normalised input at once; ``rope`` reads ``cos`` and
-``sin`` [rows, d] and rotates the first attr
-``rope_heads`` heads of ``d`` columns of each row; ``qknorm`` (inputs ``wq``, ``wk`` [d],
-attrs ``qk_heads``, ``qk_eps``) RMS-normalises each of those heads first, the first
-``qk_heads`` with ``wq`` and the others with ``wk``; ``argmax_cat`` appends each row's
-argmax as one more column: the logits and the next token at once).
+Any op may carry an epilogue, attr ``epi``: stages applied to its result in the same
+dispatch (:mod:`sim.host_epilogue`).
 """
 
 from __future__ import annotations
@@ -27,45 +15,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .activations import gelu_erf, gelu_tanh, silu
 from .errors import ProgramError
 from .hardware import DTYPE_BYTES
+from .host_epilogue import EPILOGUES, apply, flops, own_width, rms, stages
 from .isa import HostOp
 
-__all__ = ["ACTIVATIONS", "EPILOGUES", "HOST_OPS", "HostOpSpec", "arity", "cost", "grown_width",
-           "register_extern", "run"]
+__all__ = ["HOST_OPS", "HostOpSpec", "arity", "cost", "register_extern", "run"]
 
 Arr = np.ndarray
-
-
-def _silu(x: Arr) -> Arr:
-    return x / (1.0 + np.exp(-x))
-
-
-def _gelu(x: Arr) -> Arr:
-    return 0.5 * x * (1.0 + np.tanh(0.7978845608028654 * (x + 0.044715 * x**3)))
-
-
-def _erf(x: Arr) -> Arr:
-    """erf to float32 accuracy (Abramowitz and Stegun 7.1.26 is not enough; this is the
-    complementary-error Chebyshev fit of Numerical Recipes, |error| < 1.2e-7)."""
-    z = np.abs(x)
-    t = 1.0 / (1.0 + 0.5 * z)
-    poly = -z * z - 1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (
-        0.09678418 + t * (-0.18628806 + t * (0.27886807 + t * (-1.13520398 + t * (
-            1.48851587 + t * (-0.82215223 + t * 0.17087277))))))))
-    return np.sign(x) * (1.0 - t * np.exp(poly))
-
-
-def _gelu_erf(x: Arr) -> Arr:
-    return 0.5 * x * (1.0 + _erf(x * 0.7071067811865476))
-
-
-# element-wise activations by name: host ops, epilogue stages, ``{name}_mul`` gating
-ACTIVATIONS: dict[str, Callable[[Arr], Arr]] = {
-    "silu": _silu, "relu": lambda x: np.maximum(x, 0), "gelu_tanh": _gelu,
-    "gelu_erf": _gelu_erf}
-# FLOPs per element of each activation
-_ACT_FLOPS = {"silu": 5.0, "relu": 1.0, "gelu_tanh": 8.0, "gelu_erf": 10.0}
 
 
 def _softcap(op: HostOp, x: Arr) -> Arr:
@@ -74,8 +32,7 @@ def _softcap(op: HostOp, x: Arr) -> Arr:
 
 
 def _rmsnorm(op: HostOp, x: Arr, w: Arr) -> Arr:
-    eps = float(op.attr("eps", 1e-5))
-    return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps) * w
+    return rms(x, w, float(op.attr("eps", 1e-5)))
 
 
 def _layernorm(op: HostOp, x: Arr, w: Arr, b: Arr) -> Arr:
@@ -167,7 +124,7 @@ def _matmul_layout(op: HostOp, x: Arr, data: Arr) -> Arr:
     from .kernels.gemv import unpack_layout
 
     w = unpack_layout(str(op.attr("plan")), data)
-    return np.matmul(x, w[: _width(op), : x.shape[-1]].T)
+    return np.matmul(x, w[: own_width(op), : x.shape[-1]].T)
 
 
 def _copy_cols(op: HostOp, src: Arr, base: Arr) -> Arr:
@@ -243,24 +200,8 @@ def _per_out(k: float) -> Callable[[HostOp], float]:
     return lambda op: k * op.outs[0].size
 
 
-def _width(op: HostOp) -> int:
-    """Last-axis width of the op's own result: its output's, undoing the epilogue's
-    ``argmax_cat`` (one more column), ``rmsnorm_cat`` (doubles) and ``silu_mul`` (halves)."""
-    w, stages = op.outs[0].shape[-1], _stages(op)
-    for st in reversed(stages):
-        w = w * 2 if st.endswith("_mul") else w // 2 if st == "rmsnorm_cat" \
-            else w - 1 if st == "argmax_cat" else w
-    return w
-
-
-def grown_width(st: str, w: int) -> int:
-    """Width of a value after epilogue stage ``st`` (``w`` before it)."""
-    return w // 2 if st.endswith("_mul") else 2 * w if st == "rmsnorm_cat" \
-        else w + 1 if st == "argmax_cat" else w
-
-
 def _matmul_flops(op: HostOp) -> float:
-    return 2.0 * op.outs[0].size * op.ins[0].shape[-1] * _width(op) / op.outs[0].shape[-1]
+    return 2.0 * op.outs[0].size * op.ins[0].shape[-1] * own_width(op) / op.outs[0].shape[-1]
 
 
 def _in_elems(k: float) -> Callable[[HostOp], float]:
@@ -282,13 +223,13 @@ HOST_OPS: dict[str, HostOpSpec] = {
     "scale": HostOpSpec(1, lambda op, x: x * float(op.attr("alpha", 1.0)), _per_out(1)),
     "relu": HostOpSpec(1, lambda op, x: np.maximum(x, 0), _per_out(1)),
     "exp": HostOpSpec(1, lambda op, x: np.exp(x), _per_out(4)),
-    "silu": HostOpSpec(1, lambda op, x: _silu(x), _per_out(5)),
-    "gelu": HostOpSpec(1, lambda op, x: _gelu(x), _per_out(8)),
-    "silu_mul": HostOpSpec(2, lambda op, a, b: _silu(a) * b, _per_out(6)),
-    "gelu_tanh": HostOpSpec(1, lambda op, x: _gelu(x), _per_out(8)),
-    "gelu_erf": HostOpSpec(1, lambda op, x: _gelu_erf(x), _per_out(10)),
-    "gelu_tanh_mul": HostOpSpec(2, lambda op, a, b: _gelu(a) * b, _per_out(9)),
-    "gelu_erf_mul": HostOpSpec(2, lambda op, a, b: _gelu_erf(a) * b, _per_out(11)),
+    "silu": HostOpSpec(1, lambda op, x: silu(x), _per_out(5)),
+    "gelu": HostOpSpec(1, lambda op, x: gelu_tanh(x), _per_out(8)),
+    "silu_mul": HostOpSpec(2, lambda op, a, b: silu(a) * b, _per_out(6)),
+    "gelu_tanh": HostOpSpec(1, lambda op, x: gelu_tanh(x), _per_out(8)),
+    "gelu_erf": HostOpSpec(1, lambda op, x: gelu_erf(x), _per_out(10)),
+    "gelu_tanh_mul": HostOpSpec(2, lambda op, a, b: gelu_tanh(a) * b, _per_out(9)),
+    "gelu_erf_mul": HostOpSpec(2, lambda op, a, b: gelu_erf(a) * b, _per_out(11)),
     "relu_mul": HostOpSpec(2, lambda op, a, b: np.maximum(a, 0) * b, _per_out(2)),
     "softcap": HostOpSpec(1, _softcap, _per_out(6)),
     "rmsnorm": HostOpSpec(2, _rmsnorm, _per_out(4)),
@@ -307,30 +248,13 @@ HOST_OPS: dict[str, HostOpSpec] = {
 }
 
 
-# epilogue stage -> (extra inputs, FLOPs per element of the value it is applied to)
-EPILOGUES: dict[str, tuple[int, float]] = {
-    "bias": (1, 1.0), "add": (1, 1.0), "silu_mul": (0, 3.0), "rmsnorm_cat": (1, 4.0),
-    "rope": (2, 3.0), "argmax_cat": (0, 1.0), "qknorm": (2, 4.0),
-    "rmsnorm": (1, 4.0), **{a: (0, f) for a, f in _ACT_FLOPS.items()},
-    **{f"{a}_mul": (0, (f + 1) / 2) for a, f in _ACT_FLOPS.items() if a != "silu"}}
-
-
-def _stages(op: HostOp) -> list[str]:
-    stages = [x for x in str(op.attr("epi", "")).split(",") if x]
-    bad = [x for x in stages if x not in EPILOGUES]
-    if bad:
-        raise ProgramError(f"host op {op.kind!r}: epilogue stage {bad[0]!r} unknown "
-                           f"(known: {', '.join(EPILOGUES)})")
-    return stages
-
-
 def arity(op: HostOp) -> str | None:
     """Why ``op`` has the wrong kind or number of operands (None: it is well formed)."""
     spec = HOST_OPS.get(op.kind)
     if spec is None:
         return f"unknown host op {op.kind!r} (known: {', '.join(sorted(HOST_OPS))})"
     try:
-        extra = sum(EPILOGUES[x][0] for x in _stages(op))
+        extra = sum(EPILOGUES[x][0] for x in stages(op))
     except ProgramError as e:
         return str(e)
     if (spec.n_in >= 0 and len(op.ins) != spec.n_in + extra) or len(op.outs) != 1:
@@ -350,70 +274,8 @@ def _spec(op: HostOp) -> HostOpSpec:
 def _base_ins(op: HostOp) -> int:
     """Inputs of the op itself (the rest feed its epilogue)."""
     spec = HOST_OPS[op.kind]
-    return len(op.ins) - sum(EPILOGUES[x][0] for x in _stages(op)) if spec.n_in < 0 \
+    return len(op.ins) - sum(EPILOGUES[x][0] for x in stages(op)) if spec.n_in < 0 \
         else spec.n_in
-
-
-def _rope_cols(x: Arr, cos: Arr, sin: Arr, heads: int) -> Arr:
-    """``x`` [rows, w] with its first ``heads`` heads of ``d`` columns rotated by the
-    rows' ``cos``/``sin`` [rows, d] (rotate-half, as the ``rope`` op)."""
-    d = cos.shape[-1]
-    c, s = cos.reshape(-1, 1, d), sin.reshape(-1, 1, d)
-    head = x[:, : heads * d].reshape(x.shape[0], heads, d)
-    rot = np.concatenate([-head[..., d // 2:], head[..., : d // 2]], axis=-1)
-    return np.concatenate([(head * c + rot * s).reshape(x.shape[0], -1), x[:, heads * d:]],
-                          axis=1)
-
-
-def _qk_norms(x: Arr, wq: Arr, wk: Arr, qh: int, heads: int, eps: float) -> Arr:
-    """``x`` [rows, w] with its first ``qh`` heads of ``d = len(wq)`` columns RMS-normalised
-    with scale ``wq``, the next ``heads - qh`` with ``wk``, the rest unchanged."""
-    d, rows = wq.shape[0], x.shape[0]
-    head = x[:, : heads * d].reshape(rows, heads, d)
-    scale = np.concatenate([np.tile(wq, (qh, 1)), np.tile(wk, (heads - qh, 1))])
-    normed = head / np.sqrt(np.mean(head * head, axis=-1, keepdims=True) + eps) * scale
-    return np.concatenate([normed.reshape(rows, -1), x[:, heads * d:]], axis=1)
-
-
-def _epilogue(op: HostOp, x: Arr, extra: list[Arr]) -> Arr:
-    it = iter(extra)
-    for st in _stages(op):
-        if st.endswith("_mul"):  # act(gate) * up
-            h = x.shape[-1] // 2
-            x = ACTIVATIONS[st[:-4]](x[..., :h]) * x[..., h:]
-        elif st in ACTIVATIONS:
-            x = ACTIVATIONS[st](x)
-        elif st == "rmsnorm":  # a post-norm: the value normalised in place (attr post_eps)
-            eps = float(op.attr("post_eps", 1e-5))
-            w = next(it).reshape(-1)
-            x = x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps) * w
-        elif st == "add":  # one value per element
-            x = x + next(it).reshape(x.shape)
-        elif st == "rmsnorm_cat":
-            x = np.concatenate([x, _rmsnorm(op, x, next(it).reshape(-1))], axis=-1)
-        elif st == "rope":
-            x = _rope_cols(x, next(it), next(it), int(op.attr("rope_heads")))
-        elif st == "qknorm":  # per-head RMS norms of q's heads, then k's, before rotating
-            x = _qk_norms(x, next(it).reshape(-1), next(it).reshape(-1),
-                          int(op.attr("qk_heads")), int(op.attr("rope_heads")),
-                          float(op.attr("qk_eps", 1e-6)))
-        elif st == "argmax_cat":
-            idx = np.argmax(x, axis=-1).astype(np.float32)[..., None]
-            x = np.concatenate([x, idx], axis=-1)
-        else:  # bias: one value per column
-            x = x + next(it).reshape(-1)
-    return x
-
-
-def _epi_flops(op: HostOp) -> float:
-    """FLOPs of the epilogue: each stage on the value it receives (twice the output's
-    width before a ``silu_mul``)."""
-    out = op.outs[0]
-    rows, w, total = out.size // out.shape[-1], _width(op), 0.0
-    for st in _stages(op):
-        total += EPILOGUES[st][1] * rows * w
-        w = grown_width(st, w)
-    return total
 
 
 def cost(op: HostOp, dtypes: dict[str, str]) -> tuple[float, float]:
@@ -422,7 +284,7 @@ def cost(op: HostOp, dtypes: dict[str, str]) -> tuple[float, float]:
     nbytes = sum(r.size * DTYPE_BYTES[dtypes[r.buf]] for r in (*op.ins, *op.outs))
     if op.kind == "embedding":  # only the gathered rows of the table move
         out = op.outs[0]
-        eb, own = DTYPE_BYTES[dtypes[out.buf]], out.size // out.shape[-1] * _width(op)
+        eb, own = DTYPE_BYTES[dtypes[out.buf]], out.size // out.shape[-1] * own_width(op)
         nbytes = op.ins[0].size * 4 + (own + out.size) * eb + sum(
             r.size * DTYPE_BYTES[dtypes[r.buf]] for r in op.ins[2:])
     elif op.kind == "copy_cols":  # the column block moves (and the rest is zeroed if clear)
@@ -431,7 +293,7 @@ def cost(op: HostOp, dtypes: dict[str, str]) -> tuple[float, float]:
         block = rows * (int(op.attr("hi")) - int(op.attr("lo", 0)))
         eb_in, eb_out = DTYPE_BYTES[dtypes[op.ins[0].buf]], DTYPE_BYTES[dtypes[out.buf]]
         nbytes = block * (eb_in + eb_out) + int(op.attr("clear", 0)) * out.size * eb_out
-    return spec.flops(op) + _epi_flops(op), float(nbytes)
+    return spec.flops(op) + flops(op), float(nbytes)
 
 
 def run(op: HostOp, ins: list[Arr]) -> Arr:
@@ -440,7 +302,7 @@ def run(op: HostOp, ins: list[Arr]) -> Arr:
     nb = _base_ins(op)
     out = spec.fn(op, *ins[:nb])
     if op.attr("epi"):
-        out = _epilogue(op, np.asarray(out, np.float32), list(ins[nb:]))
+        out = apply(op, np.asarray(out, np.float32), list(ins[nb:]))
     shape = op.outs[0].shape
     out = np.asarray(out, dtype=np.float32)
     if out.size != int(np.prod(shape)):

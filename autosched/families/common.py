@@ -68,14 +68,14 @@ def head_split(graph: Any, node: Any) -> tuple[int, int]:
 
 def gated(fn: object) -> bool:
     """Whether an activation name is the gated ``{act}_mul`` (``act(gate) * up``)."""
-    from sim.host_ops import ACTIVATIONS
+    from sim.activations import ACTIVATIONS
 
     return isinstance(fn, str) and fn.endswith("_mul") and fn[:-4] in ACTIVATIONS
 
 
 def activate(fn: str, z: Arr) -> Arr:
     """``fn`` of ``z``: an activation, or ``{act}_mul`` of ``z`` = gate | up (halved)."""
-    from sim.host_ops import ACTIVATIONS
+    from sim.activations import ACTIVATIONS
 
     if gated(fn):
         half = z.shape[-1] // 2

@@ -12,6 +12,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from ..activations import gelu_tanh, silu
 from ..errors import SimError
 from ..isa import Act, Af, ClrAcc, Ew, Instr, Mac, Pre, RdAcc, RdBank, WrAcc, WrBank, WrGb
 from .dtypes import round_to
@@ -28,8 +29,8 @@ def _sigmoid(x: np.ndarray) -> np.ndarray:
 
 ACTIVATIONS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
     "relu": lambda x: np.maximum(x, 0.0),
-    "gelu": lambda x: 0.5 * x * (1.0 + np.tanh(0.7978845608028654 * (x + 0.044715 * x**3))),
-    "silu": lambda x: x * _sigmoid(x),
+    "gelu": gelu_tanh,
+    "silu": silu,
     "sigmoid": _sigmoid,
     "tanh": np.tanh,
     "exp": np.exp,

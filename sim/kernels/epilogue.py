@@ -2,7 +2,7 @@
 
 A GEMV's result is finished by one host op (the PIM partial sums reduced and stripped,
 or the host multiply); :class:`Epilogue` lists the stages of
-:data:`sim.host_ops.EPILOGUES` that op also applies, in order, and names the inputs they
+:data:`sim.host_epilogue.EPILOGUES` that op also applies, in order, and names the inputs they
 read: ``bias`` ``b`` [n]; ``add`` ``r`` [batch, n]; ``silu_mul`` none (output halved);
 ``rmsnorm_cat`` ``out_norm_w`` [n] with epsilon ``eps`` (output doubled: the value, then
 its RMS norm); ``rope`` ``cos``, ``sin`` [batch, rope_dim], rotating the first
@@ -19,8 +19,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..activations import ACTIVATIONS
 from ..errors import AutoschedError
-from ..host_ops import ACTIVATIONS, EPILOGUES, grown_width
+from ..host_epilogue import EPILOGUES, grown_width
 from ..isa import BufRef, HostOp, aff
 from ..program import Buffer
 

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from search_spaces import Workload
+from sim.activations import ACTIVATIONS
 from sim.errors import check
-from sim.host_ops import ACTIVATIONS
 
-__all__ = ["EPILOGUES", "RESIDUAL_EPILOGUES", "gemv_attrs"]
+__all__ = ["EPILOGUES", "RESIDUAL_EPILOGUES", "gemv_attrs", "has_stage"]
 
-# workload attr ``epilogue`` -> the stages of ``sim.host_ops.EPILOGUES`` it runs (after a
+# workload attr ``epilogue`` -> the stages of ``sim.host_epilogue.EPILOGUES`` it runs (after a
 # ``bias`` stage when attr ``bias=1``): ``add_rmsnorm`` adds the residual ``r`` and also
 # writes the sum's RMS norm (attr ``out_eps``, constant ``out_norm_w`` [n]) beside it,
 # output [m, 2n] = residual | normalised; ``rope`` rotates the first attr ``rope_heads``
@@ -33,6 +33,11 @@ EPILOGUES: dict[str, tuple[str, ...]] = {
 RESIDUAL_EPILOGUES = ("add", "add_rmsnorm", "norm_add", "norm_add_rmsnorm")
 
 
+def has_stage(epi: object, stage: str) -> bool:
+    """Whether epilogue ``epi`` (a workload's attr, possibly unset) runs host stage ``stage``."""
+    return stage in EPILOGUES.get(str(epi or ""), ())
+
+
 def gemv_attrs(w: Workload) -> tuple[bool, str, bool]:
     """(rmsnorm prologue, epilogue: a key of :data:`EPILOGUES`, bias) of ``w``, checked."""
     pro, epi, bias = w.attr("prologue", ""), w.attr("epilogue", ""), int(w.attr("bias", 0))
@@ -42,13 +47,13 @@ def gemv_attrs(w: Workload) -> tuple[bool, str, bool]:
     check(bias in (0, 1), f"gemv attr bias must be 0 or 1, got {bias}")
     check(not epi.endswith("_mul") or w.dims["n"] % 2 == 0,
           f"epilogue {epi} needs an even n")
-    if epi in ("rope", "qknorm_rope"):
+    if has_stage(epi, "rope"):
         heads, d = int(w.attr("rope_heads", 0)), int(w.attr("rope_d", 0))
         check(heads > 0 and d > 0 and d % 2 == 0 and heads * d <= w.dims["n"],
               f"epilogue {epi} needs attrs rope_heads and an even rope_d with rope_heads * "
               f"rope_d <= n={w.dims['n']}, got {heads} and {d}")
-    if epi == "qknorm_rope":
+    if has_stage(epi, "qknorm"):
         qh = int(w.attr("qk_heads", 0))
         check(0 < qh < int(w.attr("rope_heads", 0)),
-              f"epilogue qknorm_rope needs attr qk_heads between 0 and rope_heads, got {qh}")
+              f"epilogue {epi} needs attr qk_heads between 0 and rope_heads, got {qh}")
     return pro == "rmsnorm", epi, bool(bias)

@@ -16,6 +16,7 @@ import numpy as np
 from search_spaces import Schedule, Space, Workload
 from search_spaces.gemv import gemv_default, gemv_library, gemv_space
 from search_spaces.pointwise import DEFAULT_EPS
+from sim.activations import ACTIVATIONS
 from sim.errors import AutoschedError
 from sim.hardware import Hardware
 from sim.kernels import Kernel
@@ -23,7 +24,7 @@ from sim.kernels import Kernel
 from ..base import Family, Option
 from ..common import activate, gated, head_split, joined, norm_weight, rms_norm, rope_tables, rotate
 from . import fit, fusion
-from .attrs import RESIDUAL_EPILOGUES, gemv_attrs
+from .attrs import RESIDUAL_EPILOGUES, gemv_attrs, has_stage
 from .formats import dequant_site, format_device, format_of, format_terms, tag_format
 from .lowering import gemv_kernel
 from .resident import pin_layout
@@ -120,7 +121,7 @@ class GemvFamily(Family):
     # ---- graph ---------------------------------------------------------------------
     def writes_norm(self, workload: Workload) -> bool:
         """Its output is the residual sum, then that sum's RMS norm (``add_rmsnorm``)."""
-        return workload.attr("epilogue") in ("add_rmsnorm", "norm_add_rmsnorm")
+        return has_stage(workload.attr("epilogue"), "rmsnorm_cat")
 
     def output_width(self, workload: Workload) -> int:
         n, epi = workload.dims["n"], workload.attr("epilogue")
@@ -164,15 +165,15 @@ class GemvFamily(Family):
             out["b"] = joined(source, node, "b")
         if w.attr("prologue") == "rmsnorm":
             out["norm_w"] = norm_weight(source, node, "norm_w", w.dims["k"])
-        if w.attr("epilogue") in ("rope", "qknorm_rope"):
+        if has_stage(w.attr("epilogue"), "rope"):
             out["cos"], out["sin"] = rope_tables(source, node, positions,
                                                  int(w.attr("rope_d")))
-        if w.attr("epilogue") == "qknorm_rope":
+        if has_stage(w.attr("epilogue"), "qknorm"):
             for name in ("q_norm_w", "k_norm_w"):
                 out[name] = norm_weight(source, node, name, int(w.attr("rope_d")))
         if self.writes_norm(w):
             out["out_norm_w"] = norm_weight(source, node, "out_norm_w", w.dims["n"])
-        if str(w.attr("epilogue")).startswith("norm_add"):
+        if has_stage(w.attr("epilogue"), "rmsnorm"):
             out["post_norm_w"] = norm_weight(source, node, "post_norm_w", w.dims["n"])
         return out
 
@@ -184,23 +185,23 @@ class GemvFamily(Family):
         if w.attr("bias", 0):
             z = z + tensors["b"]
         epi = w.attr("epilogue")
-        if str(epi).startswith("norm_add"):
+        if has_stage(epi, "rmsnorm"):
             z = rms_norm(z, tensors["post_norm_w"], float(w.attr("post_eps", DEFAULT_EPS)))
         if epi in RESIDUAL_EPILOGUES:
             z = z + ops["r"]
         if self.writes_norm(w):
             eps = float(w.attr("out_eps", DEFAULT_EPS))
             z = np.concatenate([z, rms_norm(z, tensors["out_norm_w"], eps)], axis=1)
-        elif gated(epi) or epi in ("relu", "silu", "gelu_tanh", "gelu_erf"):
+        elif gated(epi) or epi in ACTIVATIONS:
             z = activate(epi, z)
         elif epi == "argmax":
             z = np.concatenate([z, np.argmax(z, axis=-1).astype(np.float64)[:, None]], axis=1)
-        elif epi in ("rope", "qknorm_rope"):
+        elif has_stage(epi, "rope"):
             heads, d = int(w.attr("rope_heads")), int(w.attr("rope_d"))
             cos, sin = env.tables(d)
             m = z.shape[0]
             head = z[:, :heads * d].reshape(m, heads, d)
-            if epi == "qknorm_rope":
+            if has_stage(epi, "qknorm"):
                 qh, eps = int(w.attr("qk_heads")), float(w.attr("qk_eps", 1e-6))
                 head = np.concatenate([rms_norm(head[:, :qh], tensors["q_norm_w"], eps),
                                        rms_norm(head[:, qh:], tensors["k_norm_w"], eps)],

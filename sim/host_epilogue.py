@@ -1,0 +1,132 @@
+"""Host-op epilogues: the stages a host op may apply to its result in the same dispatch.
+
+A host op's attr ``epi`` lists stages of :data:`EPILOGUES`, comma-separated. The inputs
+they read follow the op's own inputs, in stage order:
+
+- ``bias`` (one value per column) and ``add`` (one per element): one input each;
+- an activation of :data:`~sim.activations.ACTIVATIONS` applies it to every element;
+  ``{act}_mul`` gates the first half of the last axis with the second
+  (``act(gate) * up``), halving it;
+- ``rmsnorm`` (input ``w``, attr ``post_eps``) normalises the value in place (a
+  post-norm); ``rmsnorm_cat`` (input ``w``, attr ``eps``) appends the value's RMS norm
+  times ``w``, doubling the last axis: the residual and the next layer's normalised input
+  at once;
+- ``rope`` (inputs ``cos``, ``sin`` [rows, d]) rotates the first attr ``rope_heads``
+  heads of ``d`` columns of each row; ``qknorm`` (inputs ``wq``, ``wk`` [d], attrs
+  ``qk_heads``, ``qk_eps``) RMS-normalises those heads first, the first ``qk_heads`` with
+  ``wq`` and the others with ``wk``;
+- ``argmax_cat`` appends each row's argmax as one more column: the logits and the next
+  token at once.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .activations import ACT_FLOPS, ACTIVATIONS
+from .errors import ProgramError
+from .isa import HostOp
+
+__all__ = ["EPILOGUES", "apply", "flops", "grown_width", "own_width", "rms", "stages"]
+
+Arr = np.ndarray
+
+# epilogue stage -> (extra inputs, FLOPs per element of the value it is applied to)
+EPILOGUES: dict[str, tuple[int, float]] = {
+    "bias": (1, 1.0), "add": (1, 1.0), "silu_mul": (0, 3.0), "rmsnorm_cat": (1, 4.0),
+    "rope": (2, 3.0), "argmax_cat": (0, 1.0), "qknorm": (2, 4.0),
+    "rmsnorm": (1, 4.0), **{a: (0, f) for a, f in ACT_FLOPS.items()},
+    **{f"{a}_mul": (0, (f + 1) / 2) for a, f in ACT_FLOPS.items() if a != "silu"}}
+
+
+def stages(op: HostOp) -> list[str]:
+    """The op's epilogue stages in order; an unknown stage is a ProgramError."""
+    out = [x for x in str(op.attr("epi", "")).split(",") if x]
+    bad = [x for x in out if x not in EPILOGUES]
+    if bad:
+        raise ProgramError(f"host op {op.kind!r}: epilogue stage {bad[0]!r} unknown "
+                           f"(known: {', '.join(EPILOGUES)})")
+    return out
+
+
+def grown_width(st: str, w: int) -> int:
+    """Width of a value after epilogue stage ``st`` (``w`` before it)."""
+    return w // 2 if st.endswith("_mul") else 2 * w if st == "rmsnorm_cat" \
+        else w + 1 if st == "argmax_cat" else w
+
+
+def own_width(op: HostOp) -> int:
+    """Last-axis width of the op's own result: its output's, undoing the epilogue's
+    ``argmax_cat`` (one more column), ``rmsnorm_cat`` (doubles) and ``silu_mul`` (halves)."""
+    w = op.outs[0].shape[-1]
+    for st in reversed(stages(op)):
+        w = w * 2 if st.endswith("_mul") else w // 2 if st == "rmsnorm_cat" \
+            else w - 1 if st == "argmax_cat" else w
+    return w
+
+
+def rms(x: Arr, w: Arr, eps: float) -> Arr:
+    """RMS norm of ``x`` over its last axis, times ``w``."""
+    return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps) * w
+
+
+def _rope_cols(x: Arr, cos: Arr, sin: Arr, heads: int) -> Arr:
+    """``x`` [rows, w] with its first ``heads`` heads of ``d`` columns rotated by the
+    rows' ``cos``/``sin`` [rows, d] (rotate-half, as the ``rope`` op)."""
+    d = cos.shape[-1]
+    c, s = cos.reshape(-1, 1, d), sin.reshape(-1, 1, d)
+    head = x[:, : heads * d].reshape(x.shape[0], heads, d)
+    rot = np.concatenate([-head[..., d // 2:], head[..., : d // 2]], axis=-1)
+    return np.concatenate([(head * c + rot * s).reshape(x.shape[0], -1), x[:, heads * d:]],
+                          axis=1)
+
+
+def _qk_norms(x: Arr, wq: Arr, wk: Arr, qh: int, heads: int, eps: float) -> Arr:
+    """``x`` [rows, w] with its first ``qh`` heads of ``d = len(wq)`` columns RMS-normalised
+    with scale ``wq``, the next ``heads - qh`` with ``wk``, the rest unchanged."""
+    d, rows = wq.shape[0], x.shape[0]
+    head = x[:, : heads * d].reshape(rows, heads, d)
+    scale = np.concatenate([np.tile(wq, (qh, 1)), np.tile(wk, (heads - qh, 1))])
+    return np.concatenate([rms(head, scale, eps).reshape(rows, -1), x[:, heads * d:]],
+                          axis=1)
+
+
+def apply(op: HostOp, x: Arr, extra: list[Arr]) -> Arr:
+    """``x``, the op's own result, after each of its stages; ``extra`` are their inputs."""
+    it = iter(extra)
+    for st in stages(op):
+        if st.endswith("_mul"):  # act(gate) * up
+            h = x.shape[-1] // 2
+            x = ACTIVATIONS[st[:-4]](x[..., :h]) * x[..., h:]
+        elif st in ACTIVATIONS:
+            x = ACTIVATIONS[st](x)
+        elif st == "rmsnorm":  # a post-norm: the value normalised in place (attr post_eps)
+            x = rms(x, next(it).reshape(-1), float(op.attr("post_eps", 1e-5)))
+        elif st == "add":  # one value per element
+            x = x + next(it).reshape(x.shape)
+        elif st == "rmsnorm_cat":
+            w = next(it).reshape(-1)
+            x = np.concatenate([x, rms(x, w, float(op.attr("eps", 1e-5)))], axis=-1)
+        elif st == "rope":
+            x = _rope_cols(x, next(it), next(it), int(op.attr("rope_heads")))
+        elif st == "qknorm":  # per-head RMS norms of q's heads, then k's, before rotating
+            x = _qk_norms(x, next(it).reshape(-1), next(it).reshape(-1),
+                          int(op.attr("qk_heads")), int(op.attr("rope_heads")),
+                          float(op.attr("qk_eps", 1e-6)))
+        elif st == "argmax_cat":
+            idx = np.argmax(x, axis=-1).astype(np.float32)[..., None]
+            x = np.concatenate([x, idx], axis=-1)
+        else:  # bias: one value per column
+            x = x + next(it).reshape(-1)
+    return x
+
+
+def flops(op: HostOp) -> float:
+    """FLOPs of the epilogue: each stage on the value it receives (twice the output's
+    width before a ``silu_mul``)."""
+    out = op.outs[0]
+    rows, w, total = out.size // out.shape[-1], own_width(op), 0.0
+    for st in stages(op):
+        total += EPILOGUES[st][1] * rows * w
+        w = grown_width(st, w)
+    return total
