@@ -63,9 +63,10 @@ class _Checker:
         self.groups = groups
         self.ranges: dict[str, int] = (
             {"dev": devices} if self.link or self.host else {"ch": len(stream.channels)})
-        self.path: list[str] = ["body"]
+        self.path: list[str | int] = ["body"]  # an int is a node's index
         self.scale = 1  # iterations a dispatch's taken trips are spread over
         self.label = ""
+        self.node: Node | None = None  # the instruction being checked
         self.signals, self.waits = signals, waits
         p = hw.pim
         self.nbanks, self.bpu, self.gb = hw.org.banks_per_channel, p.banks_per_unit, hw.gb_elems
@@ -73,7 +74,11 @@ class _Checker:
         self.multi = len(stream.channels) > 1
 
     def fail(self, rule: str) -> NoReturn:
-        raise ProgramError(f"{self.stream.name} {''.join(self.path)}{self.label}: {rule}")
+        where = "".join(f"[{p}]" if isinstance(p, int) else p for p in self.path)
+        label = self.label
+        if not label and self.node is not None:
+            label = f" {getattr(self.node, 'op', type(self.node).__name__)}"
+        raise ProgramError(f"{self.stream.name} {where}{label}: {rule}")
 
     def span(self, a: Affine, width: int, limit: int, what: str) -> None:
         lo = hi = a.base
@@ -117,15 +122,15 @@ class _Checker:
         depth = len(path)
         path.append("")
         for i, node in enumerate(nodes):
-            path[depth] = f"[{i}]"
+            path[depth] = i
             if type(node) is Loop:
                 self.loop(node)
             elif type(node) is Dispatch:
                 self.dispatch(node)
             else:
-                self.label = f" {getattr(node, 'op', type(node).__name__)}"
+                self.node = node
                 self.instr(node)
-                self.label = ""
+                self.node = None
         path.pop()
 
     def loop(self, node: Loop) -> None:

@@ -35,61 +35,22 @@ class Rewrite:
     ch_offset: int = 0
 
 
-def _affine(a: Affine, rw: Rewrite) -> Affine:
-    if not rw.ch_offset:
-        return a
-    stride = dict(a.terms).get("ch", 0)
-    return Affine(a.base + stride * rw.ch_offset, a.terms) if stride else a
-
-
-def _value(v: object, rw: Rewrite) -> object:
-    if isinstance(v, Affine):
-        return _affine(v, rw)
-    if isinstance(v, BufRef):
-        name, off = rw.buffers(v.buf)
-        a = _affine(v.offset, rw)
-        if name == v.buf and not off and a is v.offset:
-            return v
-        return _new(BufRef, {"buf": name, "offset": Affine(a.base + off, a.terms),
-                             "shape": v.shape})
-    if isinstance(v, tuple) and v and isinstance(v[0], BufRef):
-        out = tuple(_value(x, rw) for x in v)
-        return v if all(a is b for a, b in zip(out, v, strict=True)) else out
-    return v
+_AFF, _REF, _REFS = 0, 1, 2
 
 
 @functools.cache
-def _names(cls: type) -> tuple[str, ...]:
-    """The fields of an instruction class that a rewrite may change (operands)."""
-    return tuple(f.name for f in dataclasses.fields(cls)
-                 if f.type in ("Affine", "BufRef") or f.type.startswith("tuple[BufRef"))
-
-
-def _new(cls: type, values: dict) -> object:
-    """An instance of a frozen dataclass from already-normal field values (no __init__)."""
-    obj = object.__new__(cls)
-    for k, v in values.items():
-        object.__setattr__(obj, k, v)
-    return obj
-
-
-def _instr(ins: Instr, rw: Rewrite) -> list[Instr]:
-    if isinstance(ins, Signal):
-        return [Signal(t) for t in rw.tokens(ins.token)]
-    if isinstance(ins, Wait):
-        return [Wait(tuple(t for tok in ins.tokens for t in rw.tokens(tok)))]
-    changes = {}
-    for name in _names(type(ins)):
-        old = getattr(ins, name)
-        new = _value(old, rw)
-        if new is not old:
-            changes[name] = new
-    if isinstance(ins, Act) and rw.row_base:
-        r = changes.get("row", ins.row)
-        changes["row"] = Affine(r.base + rw.row_base, r.terms)
-    if not changes:
-        return [ins]
-    return [_new(type(ins), {**{f: getattr(ins, f) for f in _all(type(ins))}, **changes})]
+def _plan(cls: type) -> tuple[tuple[str, int], ...]:
+    """The fields of an instruction class that a rewrite may change (operands), each with
+    its kind: an address, a buffer window, a tuple of windows."""
+    out = []
+    for f in dataclasses.fields(cls):
+        if f.type == "Affine":
+            out.append((f.name, _AFF))
+        elif f.type == "BufRef":
+            out.append((f.name, _REF))
+        elif f.type.startswith("tuple[BufRef"):
+            out.append((f.name, _REFS))
+    return tuple(out)
 
 
 @functools.cache
@@ -97,18 +58,104 @@ def _all(cls: type) -> tuple[str, ...]:
     return tuple(f.name for f in dataclasses.fields(cls))
 
 
+def _new(cls: type, values: dict) -> object:
+    """An instance of a frozen dataclass from already-normal field values (no __init__;
+    set in field order, as ``__init__`` does, so instances keep their compact layout)."""
+    obj = object.__new__(cls)
+    for k, v in values.items():
+        object.__setattr__(obj, k, v)
+    return obj
+
+
+def _shifted(a: Affine, by: int) -> Affine:
+    """``a`` plus ``by`` (no __init__: the terms are already normal)."""
+    obj = object.__new__(Affine)
+    object.__setattr__(obj, "base", a.base + by)
+    object.__setattr__(obj, "terms", a.terms)
+    return obj
+
+
+class _Pass:
+    """One rewrite applied to a body: the renames are memoised (the linker's renames are
+    chains of lookups, asked once per operand)."""
+
+    def __init__(self, rw: Rewrite) -> None:
+        self.rw = rw
+        self.ch = rw.ch_offset
+        self.row = rw.row_base
+        self.bufs: dict[str, tuple[str, int]] = {}
+        self.toks: dict[str, tuple[str, ...]] = {}
+
+    def tokens(self, t: str) -> tuple[str, ...]:
+        got = self.toks.get(t)
+        if got is None:
+            got = self.toks[t] = tuple(self.rw.tokens(t))
+        return got
+
+    def affine(self, a: Affine) -> Affine:
+        if self.ch:
+            for v, s in a.terms:
+                if v == "ch":
+                    return _shifted(a, s * self.ch)
+        return a
+
+    def ref(self, v: BufRef) -> BufRef:
+        got = self.bufs.get(v.buf)
+        if got is None:
+            got = self.bufs[v.buf] = self.rw.buffers(v.buf)
+        name, off = got
+        a = self.affine(v.offset)
+        if name == v.buf and not off and a is v.offset:
+            return v
+        return _new(BufRef, {"buf": name, "offset": _shifted(a, off), "shape": v.shape})
+
+    def value(self, v: object, kind: int) -> object:
+        if kind == _AFF:
+            return self.affine(v)
+        if kind == _REF:
+            return self.ref(v)
+        out = tuple(self.ref(x) for x in v)
+        return v if all(a is b for a, b in zip(out, v, strict=True)) else out
+
+    def instr(self, ins: Instr, out: list[Node]) -> None:
+        cls = type(ins)
+        if cls is Signal:
+            out.extend(Signal(t) for t in self.tokens(ins.token))
+            return
+        if cls is Wait:
+            out.append(Wait(tuple(t for tok in ins.tokens for t in self.tokens(tok))))
+            return
+        changed = None
+        for name, kind in _plan(cls):
+            old = getattr(ins, name)
+            new = self.value(old, kind)
+            if new is not old:
+                if changed is None:
+                    changed = {f: getattr(ins, f) for f in _all(cls)}
+                changed[name] = new
+        if cls is Act and self.row:
+            if changed is None:
+                changed = {f: getattr(ins, f) for f in _all(cls)}
+            changed["row"] = _shifted(changed["row"], self.row)
+        out.append(ins if changed is None else _new(cls, changed))
+
+    def body(self, body: tuple[Node, ...]) -> tuple[Node, ...]:
+        out: list[Node] = []
+        for n in body:
+            cls = type(n)
+            if cls is Dispatch:  # its selector is a host buffer like any operand
+                out.append(dataclasses.replace(n, body=self.body(n.body), sel=self.ref(n.sel)))
+            elif cls is Loop:
+                out.append(_new(Loop, {"var": n.var, "count": n.count,
+                                       "body": self.body(n.body)}))
+            else:
+                self.instr(n, out)
+        return tuple(out)
+
+
 def rewrite_body(body: tuple[Node, ...], rw: Rewrite) -> tuple[Node, ...]:
     """``body`` with every instruction rewritten by ``rw`` (loops kept)."""
-    out: list[Node] = []
-    for n in body:
-        if isinstance(n, Dispatch):  # its selector is a host buffer like any operand
-            out.append(dataclasses.replace(n, body=rewrite_body(n.body, rw),
-                                           sel=_value(n.sel, rw)))
-        elif isinstance(n, Loop):
-            out.append(Loop(n.var, n.count, rewrite_body(n.body, rw)))
-        else:
-            out.extend(_instr(n, rw))
-    return tuple(out)
+    return _Pass(rw).body(body)
 
 
 def affine_range(a: Affine, bounds: dict[str, int]) -> tuple[int, int]:

@@ -32,6 +32,7 @@ from autosched.ir import OpGraph, Step
 from autosched.lookup import LookupResult
 from search_spaces import Schedule
 from search_spaces.fusion import fusion_default, fusion_space, upgrade_plan
+from sim.collector import collector_paused
 from sim.errors import AutoschedError, CapacityError, InternalError, ProgramError
 from sim.functional import DeviceMemory, execute_system
 from sim.hardware import Hardware, System
@@ -236,7 +237,8 @@ def compile_step(step: Step | None, system: System, *, partition: Partition | No
                             f"{graph.context}{where} on {system.name}")
     sp = _system_program(stages, part, name, graph.phase)
     try:  # every kernel was validated by build(); what is left to break is the linking
-        validate_system(sp, system)
+        with collector_paused():
+            validate_system(sp, system)
     except ProgramError as e:
         raise InternalError(f"internal compiler error: linking {name} {graph.phase} for "
                             f"{system.name} ({part.describe()}) produced an invalid program: "
@@ -285,6 +287,7 @@ def _sends(graph: OpGraph, part: Partition) -> tuple[dict[str, int], dict[int, l
     return where, sends
 
 
+@collector_paused()
 def _stages(step: Step | None, system: System, part: Partition, graph: OpGraph,
             db: Database | None, schedules, placement: str | None,
             keep_outputs: bool) -> list[CompiledStage]:

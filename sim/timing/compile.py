@@ -110,8 +110,13 @@ def _pim(cx: _Ctx, ins: Instr) -> tuple:
     return Channel.bank_io, (code, banks[0], groups[0], ins.ncols)
 
 
+_PLAIN_BANK = frozenset((Act, Pre, RdBank))  # the commands with no global-buffer operand
+
+
 def _node(cx: _Ctx, n: Node) -> tuple[tuple, bool, bool]:
     """(node, has_sync, uses a loop variable in a global-buffer address)."""
+    if type(n) in _PLAIN_BANK:  # most of a PIM stream (validated: never on the host)
+        return (*_pim(cx, n), False), False, False
     if dispatching(n):  # a loop of dispatches: each dispatch's trips over the loop,
         return _round_robin(cx, n)  # taken in turns as the iterations interleave them
     if isinstance(n, Loop):  # a dispatch runs the trips of the path it times

@@ -10,9 +10,9 @@ stream. Loops without Signal/Wait go to ``extrapolate.run_loop``.
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Iterator
 
+from ..collector import collector_paused
 from ..errors import SimError
 from ..hardware import Hardware, Link, System, as_system, require_hardware
 from ..program import Program, Stream
@@ -97,8 +97,9 @@ def simulate(program: Program, hw: Hardware, *, extrapolate: bool = True) -> Sim
     acyclic tuples, and collections over a large program's objects would dominate.
     """
     hw = require_hardware(hw, "simulate")
-    validate(program, hw)  # the one rule set: nothing invalid is ever timed
-    return _paused(lambda: _run(((program, (0,)),), hw, None, 1, extrapolate)[0])
+    with collector_paused():
+        validate(program, hw)  # the one rule set: nothing invalid is ever timed
+        return _run(((program, (0,)),), hw, None, 1, extrapolate)[0]
 
 
 def simulate_system(sp: SystemProgram, system: System | Hardware, *,
@@ -107,21 +108,11 @@ def simulate_system(sp: SystemProgram, system: System | Hardware, *,
     of a group run alike), groups and links together. Validated first
     (:func:`sim.sysprog.validate_system`)."""
     system = as_system(system, "simulate_system")
-    validate_system(sp, system)
-    groups = tuple((g.program, g.devices) for g in sp.groups)
-    results = _paused(lambda: _run(groups, system.device, system.link, system.devices,
-                                   extrapolate))
+    with collector_paused():
+        validate_system(sp, system)
+        groups = tuple((g.program, g.devices) for g in sp.groups)
+        results = _run(groups, system.device, system.link, system.devices, extrapolate)
     return system_result(results, [len(g.devices) for g in sp.groups])
-
-
-def _paused(fn):
-    paused = gc.isenabled()
-    gc.disable()
-    try:
-        return fn()
-    finally:
-        if paused:
-            gc.enable()
 
 
 def _run(groups: tuple[tuple[Program, tuple[int, ...]], ...], hw: Hardware,

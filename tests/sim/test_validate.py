@@ -153,3 +153,15 @@ def test_bounds_follow_loop_ranges_and_signs() -> None:
     bad = pim(Loop("i", 5, (Act(0, 2, aff(3, i=-1)), Pre(0, 2))))
     with pytest.raises(ProgramError, match=r"row spans \[-1, 4\)"):
         validate(bad, HBM)
+
+
+def test_error_names_the_node_by_its_path() -> None:
+    """The path and the instruction are formatted only when a rule breaks: the message
+    still names the stream, every index and loop on the way, and the mnemonic."""
+    bad = pim(Pre(0, 2), Loop("i", 5, (Pre(0, 2), Act(0, 2, aff(3, i=-1)))))
+    with pytest.raises(ProgramError) as e:
+        validate(bad, HBM)
+    assert str(e.value).startswith("pim0 body[1].loop[i][1] act: row spans [-1, 4)")
+    loop = pim(Pre(0, 2), Loop("i", -1, (Pre(0, 2),)))
+    with pytest.raises(ProgramError, match=r"^pim0 body\[1\] loop\[i\]: loop count -1"):
+        validate(loop, HBM)
