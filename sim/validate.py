@@ -56,7 +56,7 @@ class _Checker:
     def __init__(self, program: Program, hw: Hardware, stream: Stream,
                  signals: dict[str, set[str]], waits: list[tuple[str, str]],
                  devices: int = 1, groups: list[dict[str, int]] | None = None) -> None:
-        self.hw, self.stream = hw, stream
+        self.hw, self.stream, self.devices = hw, stream, devices
         self.sizes = {b.name: b.size for b in program.buffers}
         self.host = stream.engine == "host"
         self.link = stream.engine == "link"
@@ -80,9 +80,10 @@ class _Checker:
             label = f" {getattr(self.node, 'op', type(self.node).__name__)}"
         raise ProgramError(f"{self.stream.name} {where}{label}: {rule}")
 
-    def span(self, a: Affine, width: int, limit: int, what: str) -> None:
+    def span(self, a: Affine, width: int, limit: int, what: str,
+             ranges: dict[str, int] | None = None) -> None:
         lo = hi = a.base
-        ranges = self.ranges
+        ranges = self.ranges if ranges is None else ranges
         for var, s in a.terms:
             n = ranges.get(var)
             if n is None:
@@ -97,7 +98,8 @@ class _Checker:
             self.fail(f"{what} spans [{lo}, {hi + width}) outside [0, {limit})")
 
     def bufref(self, r: BufRef, what: str, size: int | None = None,
-               sizes: dict[str, int] | None = None) -> None:
+               sizes: dict[str, int] | None = None,
+               ranges: dict[str, int] | None = None) -> None:
         sizes = self.sizes if sizes is None else sizes
         n = sizes.get(r.buf)
         if n is None:
@@ -106,7 +108,7 @@ class _Checker:
             self.fail(f"{what} shape {r.shape} must have positive dimensions")
         if size is not None and r.size != size:
             self.fail(f"{what} has {r.size} elements, the instruction moves {size}")
-        self.span(r.offset, r.size, n, f"{what} window of {r.buf!r}")
+        self.span(r.offset, r.size, n, f"{what} window of {r.buf!r}", ranges)
 
     def per_channel(self, r: BufRef, what: str) -> None:
         """Channels of one stream must write disjoint windows."""
@@ -153,7 +155,8 @@ class _Checker:
         """A dispatch is a loop of at most ``count`` trips whose trip count the host wrote
         into ``sel`` (one element of a host buffer)."""
         self.label = f" dispatch[{node.var}]"
-        self.bufref(node.sel, "sel")
+        # a host buffer element, so ``dev`` (a device's experts' trips) is in scope anywhere
+        self.bufref(node.sel, "sel", None, None, {**self.ranges, "dev": self.devices})
         if node.sel.size != 1 or "ch" in node.sel.offset.vars():
             self.fail("a dispatch selects by one element, the same on every channel")
         top = node.count * self.scale  # in a loop of dispatches: over its iterations

@@ -15,6 +15,8 @@ from autosched.families.moe.routing import expected_rows
 from autosched.families.registry import build, space_of
 from search_spaces import Workload
 from sim.hwio import load_hardware
+from sim.isa import HostOp
+from sim.program import walk
 from sim.timing.engine import simulate
 
 
@@ -84,3 +86,35 @@ def test_experts_split_over_four_devices_match_transformers_and_record_their_rou
     assert main(["run", "--model", "llama-tiny", "--steps", "2", "--db", "none",
                  "--record-routing", str(tmp_path / "dense.json")]) == 2
     assert "no routed experts" in capsys.readouterr().err
+
+
+def _host_ops(body: tuple) -> list[HostOp]:
+    """The host ops of ``body`` in program order."""
+    ops: list[HostOp] = []
+    walk(body, lambda ins, _n: ops.append(ins) if isinstance(ins, HostOp) else None)
+    return ops
+
+
+def test_one_row_routes_in_one_op_and_activates_in_the_reduction() -> None:
+    """At one row the experts read the row in place (no gather), one host op writes the
+    weights and trips, and the gate|up reduction applies silu(gate) * up itself; every
+    point still computes the reference."""
+    hw = load_hardware("hbm-pim")
+    w = Workload.make("moe", hw.pim.dtype, {"act": "silu", "norm": 0, "shared": 0}, m=1,
+                      n=64, i=32, e=8, k=2, s=1)
+    rng = np.random.default_rng(1)
+    t = {"head": rng.normal(size=(8, 64)) * 0.3, "gate_up": rng.normal(size=(8, 64, 64)) * 0.1,
+         "down": rng.normal(size=(8, 64, 32)) * 0.1}
+    t = {k: v.astype(np.float32) for k, v in t.items()}
+    x = rng.normal(size=(1, 64)).astype(np.float32)
+    fam = MoeFamily()
+    ref = fam.reference(_Node(w), {"x": x}, t, None)
+    for point in space_of(w, hw).enumerate():
+        kern = build(w, point, hw)
+        assert np.abs(kern.run(hw, {**t, "x": x}) - ref).max() <= 0.02 * np.abs(ref).max()
+        host = next(s for s in kern.program.streams if s.engine == "host")
+        ops = _host_ops(host.body)
+        fns = [str(op.attr("fn")).split(".")[0] for op in ops if op.kind == "extern"]
+        assert fns == ["moe_select", "moe_combine"], (point, fns)
+        if point["placement"] == "pim":
+            assert {op.attr("epi") for op in ops if op.attr("epi")} == {"silu_mul"}, point

@@ -4,7 +4,10 @@ program round-trips through JSON and assembly."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
+import pytest
 
 from sim.bound import bound
 from sim.functional import DeviceMemory, execute
@@ -56,3 +59,25 @@ def test_json_and_assembly_round_trip() -> None:
     prog = _program(2)
     assert Program.from_json(prog.to_json()) == prog
     assert "dispatch t < 4 when n[0; 1] taken=2:" in prog.to_asm()
+
+
+def test_a_pim_dispatch_may_select_by_device_but_not_by_channel() -> None:
+    """``dev`` is fixed within a device, so a PIM stream's selector may use it (each device
+    dispatches its own experts); ``ch`` would differ between the stream's channels."""
+    from sim.errors import ProgramError
+    from sim.validate import validate
+
+    hw = load_hardware("aim-gddr6")
+
+    def with_sel(sel: BufRef) -> Program:
+        prog = _program(1)
+        pim = prog.streams[0]
+        body = (pim.body[0], dataclasses.replace(pim.body[1], sel=sel))
+        streams = (dataclasses.replace(pim, channels=(0, 1), body=body), prog.streams[1])
+        bufs = tuple(dataclasses.replace(b, size=4) if b.name == "n" else b
+                     for b in prog.buffers)
+        return dataclasses.replace(prog, streams=streams, buffers=bufs)
+
+    validate(with_sel(BufRef("n", aff(0, dev=1), (1,))), hw)
+    with pytest.raises(ProgramError, match="same on every channel"):
+        validate(with_sel(BufRef("n", aff(0, ch=1), (1,))), hw)

@@ -9,10 +9,13 @@ tokens split per channel group. The PIM streams run
       dispatch trip < T when trips[j]:
         gate|up GEMV over xg[j, trip] ; wait h_g ; wait free_g ; down GEMV over hb_g
 
-and the host the matching reductions, ``route``, ``trips``, ``gather`` (and the shared
-expert's activation) before ``routed``, per trip the activation (``h_g``) and the down
-projection's reduction into ``yg`` (``free_g``, given once ahead so that the next
-expert's gate|up projection overlaps the host's last reduction), then ``combine``.
+and the host the matching reductions, ``select`` (every expert's weights and trips in
+one op), ``gather`` (none at one row: the experts read it in place) and the shared
+expert's activation before ``routed``, per trip the gate|up reduction with the
+activation as its epilogue (``h_g``; a separate op when the down projection's rows are
+padded) and the down projection's reduction into ``yg`` (``free_g``, given once ahead so
+that the next expert's gate|up projection overlaps the host's last reduction), then
+``combine``.
 With ``split=groups`` expert j runs on channel group ``j % groups``, each group's
 experts stacked in its own rows, so experts chosen together overlap on disjoint
 channels. Every expert's weights stay resident; each dispatch's ``taken`` is its
@@ -225,12 +228,14 @@ def moe_kernel(w: Workload, point: dict, hw: Hardware, taken: Sequence[int]) -> 
     names = routing.register(e, k, bool(w.attr("norm", 0)), slot, tile, n, s,
                              pad["gu"], pad["dn"], pad.get("sdown", 0), ep)
     nh = ks["head"].output_shape[-1]
+    # one row: every chosen expert reads x itself, there is nothing to gather
+    direct = m == 1 and pad["gu"] == pad["head"] and xdt["gu"] == xdt["head"]
+    # no padding after the activation: it is the gate|up reduction's own epilogue
+    fused = pad["dn"] == i
     st = _Stitch(_cuts(ks, groups, width))
     st.buffer("x", xdt["head"], m * pad["head"])
-    for name, dt, size in (("hd", "fp32", m * nh), ("wall", "fp32", m * e),
-                           ("wts", "fp32", m * local), ("trp", "fp32", local),
-                           ("xg", xdt["gu"], local * slot * pad["gu"]),
-                           ("gu", "fp32", tile * 2 * i),
+    for name, dt, size in (("hd", "fp32", m * nh), ("rt", "fp32", e * m + e),
+                           *(() if direct else (("xg", xdt["gu"], local * slot * pad["gu"]),)),
                            ("yg", "fp32", local * slot * n), ("y", "fp32", m * n)):
         st.buffer(name, dt, size)
     host: list[Node] = []
@@ -239,19 +244,19 @@ def moe_kernel(w: Workload, point: dict, hw: Hardware, taken: Sequence[int]) -> 
     st.emit(head_pim)
     host += head_host
 
-    def ext(fn: str, out: tuple[str, tuple[int, ...]], ins: Sequence[tuple[str, tuple]],
-            flops: float) -> HostOp:
+    def ext(fn: str, out: tuple[str, tuple[int, ...]],
+            ins: Sequence[tuple[str, tuple] | BufRef], flops: float) -> HostOp:
         return HostOp("extern", (BufRef(out[0], aff(0), out[1]),),
-                      tuple(BufRef(b, aff(0), sh) for b, sh in ins),
+                      tuple(b if isinstance(b, BufRef) else BufRef(b[0], aff(0), b[1])
+                            for b in ins),
                       (("fn", fn), ("flops", float(flops))))
 
-    host.append(ext(names["route"], ("wall", (e, m)), [("hd", (m, nh))], 8 * m * e))
-    # this device's experts: rows dev * local .. of the expert-major weights
-    host.append(HostOp("copy", (BufRef("wts", aff(0), (local, m)),),
-                       (BufRef("wall", aff(0, dev=local * m), (local, m)),)))
-    host.append(ext(names["trips"], ("trp", (local,)), [("wts", (local, m))], m * local))
-    host.append(ext(names["gather"], ("xg", (local * slot, pad["gu"])),
-                    [("x", (m, pad["head"])), ("wts", (local, m))], m * k * n))
+    # one host op routes: every expert's weights (expert-major), then every expert's trips
+    host.append(ext(names["select"], ("rt", (e * m + e,)), [("hd", (m, nh))], 9 * m * e))
+    wts = BufRef("rt", aff(0, dev=local * m), (local, m))  # this device's experts' weights
+    if not direct:
+        host.append(ext(names["gather"], ("xg", (local * slot, pad["gu"])),
+                        [("x", (m, pad["head"])), wts], m * k * n))
     if shared:
         st.buffer("sact", xdt["sdown"], m * pad["sdown"])
         st.buffer("ys", "fp32", m * n)
@@ -273,16 +278,23 @@ def moe_kernel(w: Workload, point: dict, hw: Hardware, taken: Sequence[int]) -> 
     for g in range(groups):
         xg0, yg0 = g * slot * pad["gu"], g * slot * n
         st.buffer(f"hb{g}", xdt["dn"], tile * pad["dn"])
-        gu_p, gu_h = st.part(ks["gu"], f"gu{g}", {"x": ("xg", xg0), "y": ("gu", 0)},
+        gu_p, gu_h = st.part(ks["gu"], f"gu{g}", {"x": ("x", 0) if direct else ("xg", xg0),
+                                                   "y": ("gu", 0)},
                              ch0=g * width, rows=base, trips={"xg": tile * pad["gu"]})
         dn_p, dn_h = st.part(ks["dn"], f"dn{g}", {"x": (f"hb{g}", 0), "y": ("yg", yg0)},
                              ch0=g * width, rows=base + top_gu, trips={"yg": tile * n})
-        sel = BufRef("trp", aff(g, x=groups), (1,))
-        act = ext(names["act"], (f"hb{g}", (tile, pad["dn"])), [("gu", (tile, 2 * i))],
-                  6 * tile * i)
+        # expert j's trips, at the same element on every channel of this device
+        sel = BufRef("rt", aff(e * m + g, x=groups, dev=local), (1,))
+        hb = BufRef(f"hb{g}", aff(0), (tile, pad["dn"]))
+        act = _activated(gu_h, "gu", hb) if fused else None
+        if act is None:  # the activation pads its rows: an op of its own, from ``gu``
+            st.buffer("gu", "fp32", tile * 2 * i)
+            act = [*gu_h, ext(names["act"], (hb.buf, hb.shape), [("gu", (tile, 2 * i))],
+                              6 * tile * i)]
+        gu_h = act
         step = {"xg": groups * slot * pad["gu"], "yg": groups * slot * n}
         mine = sum(int(t) for t in taken[g::groups])
-        hbody = _trip_terms((*gu_h, act, Signal(f"h{g}"), *dn_h, Signal(f"free{g}")), step, "x")
+        hbody = _trip_terms((*gu_h, Signal(f"h{g}"), *dn_h, Signal(f"free{g}")), step, "x")
         hosts.append(Dispatch(TRIP, count, hbody, sel, mine))
         for rng in sorted(set(gu_p) | set(dn_p)):
             body = [*gu_p.get(rng, []), Wait((f"h{g}",)), Wait((f"free{g}",)),
@@ -299,7 +311,7 @@ def moe_kernel(w: Workload, point: dict, hw: Hardware, taken: Sequence[int]) -> 
     host.append(Loop("x", per_group, tuple(hosts)))
     per = [per_group * stride]
     st.rows = base + max(per)
-    rest = [("yg", (local * slot, n)), ("wts", (local, m))]
+    rest: list = [("yg", (local * slot, n)), wts]
     if shared:
         rest += [("hd", (m, nh)), ("ys", (m, n))]
     host.append(ext(names["combine"], ("y", (m, n)), rest, 2 * m * k * n))
@@ -315,6 +327,21 @@ def moe_kernel(w: Workload, point: dict, hw: Hardware, taken: Sequence[int]) -> 
                    {x for kern in ks.values() for x in kern.staged})
     return Kernel(prog, ("x",), "y", (m, n), place, ((m, n),), ((m, pad["head"]),),
                   staged=staged)
+
+
+_ACTIVATES = frozenset(("gemv_out", "matmul", "matmul_layout"))  # width from own_width
+
+
+def _activated(body: Sequence[Node], src: str, dst: BufRef) -> list[Node] | None:
+    """``body`` with the host op that ends it writing ``silu(gate) * up`` into ``dst``
+    (its ``silu_mul`` epilogue) instead of the product into ``src``; None when ``body``
+    does not end in one such op."""
+    last = body[-1] if body else None
+    if not (isinstance(last, HostOp) and last.kind in _ACTIVATES and last.outs[0].buf == src
+            and not last.attr("epi")):
+        return None
+    return [*body[:-1], dataclasses.replace(last, outs=(dst,),
+                                            attrs=(*last.attrs, ("epi", "silu_mul")))]
 
 
 def _top(kern: Kernel) -> int:

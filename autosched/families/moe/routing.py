@@ -4,11 +4,12 @@ the compiler expects the data to take.
 ``route`` turns router logits into per-row expert weights (zero for experts not chosen),
 held expert-major (``[e, m]``: a device's own experts are one contiguous block):
 softmax over every expert, the top ``k``, renormalised to sum to one when the config
-asks (Mixtral always; Qwen3-MoE, OLMoE and Qwen2-MoE by ``norm_topk_prob``). ``gather``
-packs each expert's rows into its slot of ``[e, slot, n]`` in row order, ``trips``
-counts each expert's dispatched trips of ``tile`` rows, ``combine`` sums the experts'
-outputs back per row. These are registered as host ``extern`` ops under names carrying
-their parameters, so the functional simulator runs exactly this arithmetic.
+asks (Mixtral always; Qwen3-MoE, OLMoE and Qwen2-MoE by ``norm_topk_prob``). ``trips``
+counts each expert's dispatched trips of ``tile`` rows; the host's ``select`` op writes
+both in one dispatch (the weights, then the trips). ``gather`` packs each expert's rows
+into its slot of ``[e, slot, n]`` in row order, ``combine`` sums the experts' outputs
+back per row. These are registered as host ``extern`` ops under names carrying their
+parameters, so the functional simulator runs exactly this arithmetic.
 
 A routing *distribution* (``uniform``, or a layer's probabilities measured from prompts:
 ``--routing FILE``, read by :mod:`autosched.frontend.routed`, carried by the workload's
@@ -97,10 +98,13 @@ def register(e: int, k: int, norm: bool, slot: int, tile: int, n: int, s: int,
     devices sharing the experts, each adding ``1/ep`` of the shared expert so that their
     sum holds it once); their names by role."""
     tag = f"{e}.{k}.{int(norm)}.{slot}.{tile}.{n}.{s}.{xw}.{hw}.{sw}.{ep}"
-    names = {r: f"moe_{r}.{tag}" for r in ("route", "trips", "gather", "act", "shared",
-                                            "combine")}
-    register_extern(names["route"], lambda h: route(h, e, k, norm).T.astype(np.float32))
-    register_extern(names["trips"], lambda w: trips(w, tile))
+    names = {r: f"moe_{r}.{tag}" for r in ("select", "gather", "act", "shared", "combine")}
+
+    def select(h: Arr) -> Arr:  # [e * m] expert-major weights, then [e] trips
+        w = route(h, e, k, norm).T.astype(np.float32)
+        return np.concatenate([w.reshape(-1), trips(w, tile)])
+
+    register_extern(names["select"], select)
     register_extern(names["gather"], lambda x, w: gather(_fit(x, xw), w, slot))
 
     def act(h: Arr) -> Arr:  # silu(gate) * up, padded to the down projection's rows
