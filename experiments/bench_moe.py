@@ -2,7 +2,9 @@
 one, at batch 1..64 and contexts 1024 and 4096, under uniform and skewed routing.
 
 For each (model, context, batch) the whole decode step is compiled and simulated once
-with the naive placement (the moe space's default);
+with the naive placement (the moe space's default), under the first of the model's
+partitions with which it fits a device (expert parallelism first, then with two pipeline
+stages, then the fastest partition that fits);
 the MoE layers are then re-timed alone for each placement and routing and put back in
 place of the naive ones (``step = step_naive - layers * moe_naive + layers * moe``).
 ``host``: the host multiplies the experts, reading their weights from the banks (the
@@ -35,10 +37,12 @@ from sim.errors import AutoschedError
 from sim.system import load_system
 from sim.timing.engine import simulate
 
-MODELS = {  # name -> (config, system, partition)
-    "olmoe-1b-7b": ("experiments/configs/olmoe-1b-7b-0125-instruct.json", "hbm-pim", None),
-    "mixtral-8x7b": ("experiments/configs/mixtral-8x7b-v0.1.json", "hbm-pim-x16", "ep8x1"),
-    "qwen3-30b-a3b": ("experiments/configs/qwen3-30b-a3b.json", "hbm-pim-x16", "ep8x2"),
+MODELS = {  # name -> (config, system, partitions tried in order; None: the fastest that fits)
+    "olmoe-1b-7b": ("experiments/configs/olmoe-1b-7b-0125-instruct.json", "hbm-pim", (None,)),
+    "mixtral-8x7b": ("experiments/configs/mixtral-8x7b-v0.1.json", "hbm-pim-x16",
+                     ("ep8x1", "ep8x2", None)),
+    "qwen3-30b-a3b": ("experiments/configs/qwen3-30b-a3b.json", "hbm-pim-x16",
+                      ("ep16x1", "ep8x2", None)),
 }
 VARIANTS = ("host", "naive", "tuned")
 
@@ -77,18 +81,33 @@ def search(w: Workload, hw) -> dict[str, tuple[float, dict]]:
             "tuned": min(timed, key=lambda t: t[0])}
 
 
+def partition_name(p: dict) -> str:
+    """``ep8x2`` / ``4x1`` of a partition's dict (``1x1``: one device)."""
+    return f"{'ep' if p.get('experts') else ''}{p['tp']}x{p['pp']}"
+
+
+def step_figures(cfg: str, hw_name: str, parts: tuple, batch: int, ctx: int):
+    """The figures of the first of ``parts`` under which the step compiles and fits, or
+    the error of the last one."""
+    for part in parts:
+        try:
+            return simulate_model(cfg, hw_name, batch=batch, context=ctx, partition=part,
+                                  baseline=False)
+        except AutoschedError as e:
+            err = e
+    return err
+
+
 def rows_for(model: str, contexts: list[int], batches: list[int]) -> list[dict]:
-    cfg, hw_name, part = MODELS[model]
+    cfg, hw_name, parts = MODELS[model]
     hw = load_system(hw_name).device
     out = []
     for ctx in contexts:
         for batch in batches:
-            try:
-                fig = simulate_model(cfg, hw_name, batch=batch, context=ctx,
-                                     partition=part, baseline=False)
-            except AutoschedError as e:
+            fig = step_figures(cfg, hw_name, parts, batch, ctx)
+            if isinstance(fig, AutoschedError):
                 out.append({"model": model, "system": hw_name, "context": ctx,
-                            "batch": batch, "error": str(e).splitlines()[0][:80]})
+                            "batch": batch, "error": str(fig).splitlines()[0][-80:]})
                 print(_line(out[-1]), flush=True)
                 continue
             moe = next(r for r in fig.ops if r["op"] == "moe")
@@ -113,17 +132,17 @@ def rows_for(model: str, contexts: list[int], batches: list[int]) -> list[dict]:
 
 def _line(r: dict) -> str:
     if "error" in r:
-        return f"{r['model']:<13} {r['context']:>5} {r['batch']:>3}  {r['error']}"
+        return f"{r['model']:<13} {'-':>6} {r['context']:>5} {r['batch']:>3}  {r['error']}"
     cells = "  ".join(f"{r[v]['tokens_per_s']:>9.1f} {r[v]['step_ns'] / 1e3:>9.1f}"
                       for v in VARIANTS)
     gain = r["naive"]["step_ns"] / r["tuned"]["step_ns"]
     t = r["tuned"]["point"]
     how = f"{t['placement']},tile={t['tile']},{t['split']}{t.get('groups', '')}"
-    return (f"{r['model']:<13} {r['context']:>5} {r['batch']:>3} {r['routing']:<7}  {cells}"
-            f"  {gain:>5.2f}x  {how}")
+    return (f"{r['model']:<13} {partition_name(r['partition']):>6} {r['context']:>5} "
+            f"{r['batch']:>3} {r['routing']:<7}  {cells}  {gain:>5.2f}x  {how}")
 
 
-HEADER = (f"{'model':<13} {'ctx':>5} {'b':>3} {'routing':<7}  "
+HEADER = (f"{'model':<13} {'part':>6} {'ctx':>5} {'b':>3} {'routing':<7}  "
           + "  ".join(f"{v + ' tok/s':>9} {'us/step':>9}" for v in VARIANTS)
           + "  tuned/naive  tuned point")
 
@@ -154,7 +173,7 @@ def plot(rows: list[dict], path: str) -> None:
 
 def main(argv: list[str] | None = None) -> list[dict]:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--models", default="olmoe-1b-7b,mixtral-8x7b")
+    ap.add_argument("--models", default="olmoe-1b-7b,mixtral-8x7b,qwen3-30b-a3b")
     ap.add_argument("--contexts", default="1024,4096")
     ap.add_argument("--batches", default="1,2,4,8,16,32,64")
     ap.add_argument("--plot", default="")

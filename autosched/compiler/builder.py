@@ -17,6 +17,7 @@ from dataclasses import replace
 from functools import lru_cache
 
 from autosched.codegen import Fragment, link
+from autosched.codegen.coalesce import coalesce_kernel
 from autosched.database import Database
 from autosched.families import build, family_of, space_of
 from autosched.fusion import TOKEN_IDS, FusedView, operands, output_width
@@ -52,8 +53,10 @@ def library_choice(workload: Workload, hw: Hardware) -> LookupResult:
 
 @lru_cache(maxsize=4096)
 def _build(w: Workload, s: Schedule, hw: Hardware) -> Kernel:
-    """Family is deterministic: each (workload, schedule, hardware) is built once."""
-    return build(w, s, hw)
+    """Family is deterministic: each (workload, schedule, hardware) is built once, its
+    per-channel streams coalesced (:func:`~autosched.codegen.coalesce.coalesce`) before
+    the linker copies streams per channel group."""
+    return coalesce_kernel(build(w, s, hw), hw)
 
 
 class Builder:
