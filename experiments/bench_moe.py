@@ -11,7 +11,8 @@ place of the naive ones (``step = step_naive - layers * moe_naive + layers * moe
 best such point; the rest of the step stays as compiled); ``naive``: the space's default
 (every expert over all channels, a trip of an expert's average rows); ``tuned``: the
 fastest point of the
-moe space (placement, rows per dispatched trip, experts over channel groups), tiles
+moe space (placement, rows per dispatched trip, experts over channel groups, hot experts
+replicated on every device where the step's spare memory holds the copies), tiles
 larger than an expert's expected rows left out (they only add padding rows). Skewed
 routing is Zipf (p_j ~ 1/(j+1)^1.2), as ``--routing`` would give it. Prints a table; ``--plot``
 saves tokens/s per batch; ``--json`` the rows.
@@ -69,11 +70,16 @@ def node_ns(w: Workload, point: dict, hw) -> float:
     return simulate(build(w, point, hw).program, hw).latency_ns
 
 
-def search(w: Workload, hw) -> dict[str, tuple[float, dict]]:
-    """(ns, point) of the naive point, the best host point and the best point."""
+def search(w: Workload, hw, spare: float = float("inf"),
+           layers: int = 1) -> dict[str, tuple[float, dict]]:
+    """(ns, point) of the naive point, the best host point and the best point; points
+    whose replicas need more than ``spare`` bytes over ``layers`` layers are left out."""
     most = int(active_path(w).max())
-    pts = [p for p in space_of(w, hw).enumerate() if p["tile"] <= max(1, 2 * most - 1)
-           or p["tile"] == space_of(w, hw).param("tile").domain.values()[-1]]
+    fam, top = family_of(w), space_of(w, hw).param("tile").domain.values()[-1]
+    plain = fam.weight_bytes(w, hw)
+    pts = [p for p in space_of(w, hw).enumerate()
+           if (p["tile"] <= max(1, 2 * most - 1) or p["tile"] == top)
+           and layers * (fam.weight_bytes(w, hw, p) - plain) <= spare]
     timed = [(node_ns(w, p, hw), p) for p in pts]
     fam_default = family_of(w).default(w, hw)
     host = min((t for t in timed if t[1]["placement"] == "host"), key=lambda t: t[0])
@@ -116,7 +122,8 @@ def rows_for(model: str, contexts: list[int], batches: list[int]) -> list[dict]:
             for routing in ("uniform", "skewed"):
                 w = w0 if routing == "uniform" else with_attrs(
                     w0, route=skewed(w0.dims["e"]))
-                found = search(w, hw)
+                found = search(w, hw, fig.budget.get("free", 0),
+                                -(-layers // fig.partition.get("pp", 1)))
                 row = {"model": model, "system": hw_name, "partition": fig.partition,
                        "comm_share": fig.comm_share, "context": ctx, "batch": batch,
                        "routing": routing, "layers": layers}
@@ -137,7 +144,8 @@ def _line(r: dict) -> str:
                       for v in VARIANTS)
     gain = r["naive"]["step_ns"] / r["tuned"]["step_ns"]
     t = r["tuned"]["point"]
-    how = f"{t['placement']},tile={t['tile']},{t['split']}{t.get('groups', '')}"
+    how = f"{t['placement']},tile={t['tile']},{t['split']}{t.get('groups', '')}" + (
+        f",replicas={t['replicas']}" if t.get("replicas") else "")
     return (f"{r['model']:<13} {partition_name(r['partition']):>6} {r['context']:>5} "
             f"{r['batch']:>3} {r['routing']:<7}  {cells}  {gain:>5.2f}x  {how}")
 

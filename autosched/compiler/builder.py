@@ -195,6 +195,12 @@ class Builder:
             self.alias[n.name] = (tag, 0)
 
 
+def _point(b: Builder, name: str) -> dict | None:
+    """The point of the schedule chosen for node ``name`` (None: none was chosen)."""
+    res = b.choices.get(name)
+    return res.schedule.point if res is not None else None
+
+
 def _no_weights(mem: object, tensors: dict) -> None:
     """Transfers place nothing in the banks."""
 
@@ -249,7 +255,7 @@ def link_stage(graph: OpGraph, b: Builder, nodes: tuple[OpNode, ...], *, name: s
     outputs = frozenset(b.home(x)[0] for x in (logits, token) if x) | frozenset(keep)
     linked = link(b.frags, b.hw, name=name, constants=frozenset(b.constants), outputs=outputs)
     linked.budget = replace(linked.budget, weights_data=sum(
-        family_of(n.workload).weight_bytes(n.workload, b.hw) for n in nodes),
+        family_of(n.workload).weight_bytes(n.workload, b.hw, _point(b, n.name)) for n in nodes),
         kv_data=sum(family_of(n.workload).cache_bytes(n.workload, b.hw) for n in nodes))
     return CompiledStage(graph, b.hw, linked, b.choices, b.kernels,
                          b.home(logits)[0] if logits else "",

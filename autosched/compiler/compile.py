@@ -54,7 +54,7 @@ __all__ = ["FIT_ORDER", "TP_UNFUSED", "CompiledStep", "compile_step", "partition
 # argmax into an LM head holding a slice of the vocabulary
 TP_UNFUSED = {"residual_epilogue": False, "argmax_epilogue": False}
 # the memory a stage makes denser, in turn, while its plan overflows (Family.memory_kind)
-FIT_ORDER = ("cache", "weights", "cache")
+FIT_ORDER = ("replicas", "cache", "weights", "cache")
 
 
 @dataclass

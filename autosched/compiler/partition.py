@@ -192,11 +192,12 @@ def shard_tensors(step: Any, node: OpNode, tensors: dict[str, np.ndarray], tp: i
     if tp == 1 or roles is not None and node.role not in roles:
         return tensors
     out = dict(tensors)
-    if node.role == "experts":  # stacked experts: this device's block of them
-        for name, t in tensors.items():
+    if node.role == "experts":  # stacked experts: this device's block of them, and
+        for name, t in tensors.items():  # the whole stack, for the replicas of hot ones
             if np.ndim(t) == 3:
                 c = t.shape[0] // tp
                 out[name] = np.asarray(t)[rank * c:(rank + 1) * c]
+                out[f"{name}@all"] = t
         return out
     parts = _parts(step.model, node.role)
     for name in ("W", "b"):

@@ -144,14 +144,15 @@ def report(model: str, hardware: str, rows: list[dict], tol: float, t0: float,
 def run_check(model: Any, system: System, *, partition: Partition | None = None,
               steps: int = 8, db: Database | None = None, seed: int = 0,
               first_token: int = 1, fusion: dict | None = None,
-              schedules: str | None = None, quantize: str | None = None) -> RunReport:
+              schedules: str | dict | None = None, quantize: str | None = None) -> RunReport:
     """Generate ``steps`` tokens greedily on every device of ``system`` under
     ``partition`` (None: one device) and compare each step with the ``transformers``
     model (``model``: name, config.json, checkpoint folder, config or ``transformers``
     model; ``seed`` draws the weights when there are none). Each device keeps its own
     weights and KV cache between steps; the logits the last stage gathers are compared.
     ``fusion``: a plan (what tensor parallelism cannot fuse is left unfused);
-    ``schedules="library"`` runs the shipped library kernels instead of the database's;
+    ``schedules="library"`` runs the shipped library kernels instead of the database's (a
+    node name -> schedule mapping: those schedules, the others looked up);
     ``quantize`` (``w8``, ``w4g128``...) rounds every linear but the LM head to that format
     first (the reference runs the same rounded weights) and reports the error against the
     float model too."""

@@ -160,8 +160,10 @@ class Family(abc.ABC):
         return Workload.make(workload.op, workload.dtype, dict(workload.attrs), **d)
 
     # ---- memory --------------------------------------------------------------------
-    def weight_bytes(self, workload: Workload, hw: Hardware) -> int:
-        """Bytes of weight elements the family keeps in the banks (no layout padding)."""
+    def weight_bytes(self, workload: Workload, hw: Hardware, point: dict | None = None) -> int:
+        """Bytes of weight elements the family keeps in the banks (no layout padding),
+        under schedule ``point`` where the schedule changes them (None: the workload's
+        own)."""
         return 0
 
     def cache_bytes(self, workload: Workload, hw: Hardware) -> int:
@@ -179,8 +181,9 @@ class Family(abc.ABC):
         can hold it."""
         return 0
 
-    #: the memory a step can make denser here when its plan overflows: ``cache``,
-    #: ``weights`` or None (the compiler fits caches, then weights, then caches again)
+    #: the memory a step can make denser here when its plan overflows: ``replicas``,
+    #: ``cache``, ``weights`` or None (the compiler drops copies of experts, then fits
+    #: caches, then weights, then caches again)
     memory_kind: ClassVar[str | None] = None
 
     def fit_memory(self, step: Any) -> dict[str, Schedule]:

@@ -148,8 +148,10 @@ class _StreamRun:
 
 def execute(program: Program, hw: Hardware | str, mem: DeviceMemory,
             inputs: dict[str, np.ndarray], *,
-            trips: dict[str, list[int]] | None = None) -> dict[str, np.ndarray]:
-    """Run ``program`` on ``mem`` (mutated) with host buffers bound from ``inputs``.
+            trips: dict[str, list[int]] | None = None,
+            position: int = 0) -> dict[str, np.ndarray]:
+    """Run ``program`` on ``mem`` (mutated) with host buffers bound from ``inputs``, as the
+    device at ``position`` of its group (what ``dev`` reads) with no peers to talk to.
 
     Only bank contents persist between calls: every call starts with all banks
     precharged, global buffers and accumulators at zero, and unbound host buffers at zero.
@@ -162,7 +164,7 @@ def execute(program: Program, hw: Hardware | str, mem: DeviceMemory,
     _same_hw(mem, hw)
     validate(program, hw)
     host = HostBuffers(program, inputs)
-    dev = _Device(0, 0, mem, host)
+    dev = _Device(position, 0, mem, host)
     dev.groups, dev.group = [[dev]], 0
     tokens = _tokens([program], [(0,)])
     runs = [_StreamRun(s, hw, dev, tokens, s.name) for s in program.streams]

@@ -118,3 +118,116 @@ def test_one_row_routes_in_one_op_and_activates_in_the_reduction() -> None:
         assert fns == ["moe_select", "moe_combine"], (point, fns)
         if point["placement"] == "pim":
             assert {op.attr("epi") for op in ops if op.attr("epi")} == {"silu_mul"}, point
+
+
+def test_replicated_hot_experts_sum_to_the_mixture_and_relieve_the_busiest_device() -> None:
+    """Four devices share eight experts under skewed routing: with the hottest ones copied
+    onto every device (``replicas``) the devices' outputs still sum to the mixture, every
+    device's program stays above the bound, and the busiest device's step shortens."""
+    from autosched.families.moe.routing import encode
+    from sim.functional import DeviceMemory, execute
+
+    hw = load_hardware("hbm-pim")
+    e, ep, m = 8, 4, 6
+    probs = 1 / np.arange(1, e + 1) ** 1.2
+    attrs = {"act": "silu", "norm": 1, "shared": 0, "route": encode(probs / probs.sum())}
+    whole = Workload.make("moe", hw.pim.dtype, attrs, m=m, n=64, i=32, e=e, k=2, s=1)
+    w = Workload.make("moe", hw.pim.dtype, {**attrs, "ep": ep}, m=m, n=64, i=32, e=e, k=2,
+                      s=1)
+    assert "replicas" not in {p.name for p in space_of(whole, hw).params}
+    rng = np.random.default_rng(2)
+    t = {"head": rng.normal(size=(e, 64)) * 0.5, "gate_up": rng.normal(size=(e, 64, 64)) * 0.1,
+         "down": rng.normal(size=(e, 64, 32)) * 0.1}
+    t = {k: v.astype(np.float32) for k, v in t.items()}
+    x = rng.normal(size=(m, 64)).astype(np.float32)
+    fam = MoeFamily()
+    ref = fam.reference(_Node(whole), {"x": x}, t, None)
+    bound = fam.bound(w, hw)
+    ns = {}
+    for r in (0, 1, 2):
+        point = {"placement": "pim", "tile": 1, "split": "all", "replicas": r}
+        space_of(w, hw).check(point)
+        kern = build(w, point, hw)
+        total = np.zeros_like(ref)
+        for d in range(ep):  # device d: its block of experts, and the whole stack
+            mine = {"head": t["head"], "gate_up": t["gate_up"][2 * d:2 * d + 2],
+                    "down": t["down"][2 * d:2 * d + 2], "gate_up@all": t["gate_up"],
+                    "down@all": t["down"], "x": x}
+            mem = DeviceMemory(hw)
+            kern.place(mem, mine)
+            out = execute(kern.program, hw, mem, inputs=kern.bind(mine), position=d)
+            total += out[kern.output].reshape(kern.output_shape)
+        assert np.abs(total - ref).max() <= 0.02 * np.abs(ref).max(), r
+        ns[r] = simulate(kern.program, hw).latency_ns
+        assert ns[r] >= bound, r
+        assert fam.weight_bytes(w, hw, point) == fam.weight_bytes(w, hw) + r * 3 * 32 * 64 * 2
+    assert ns[1] < 0.8 * ns[0], ns
+
+
+def test_replicated_experts_placed_by_the_compiler_match_transformers(tmp_path) -> None:
+    """Through the compiler: each device's slots for the four replicated experts (half of
+    them, so that the tokens' routing reaches some) are written from the whole stack,
+    its own copies of them go unused, and the four
+    devices' summed outputs still generate the tokens ``transformers`` does."""
+    from autosched.compiler import compile_step
+    from autosched.compiler.partition import Partition
+    from autosched.compiler.run import run_check
+    from autosched.frontend.source import load_source
+    from autosched.ir import Step
+    from experiments.archs import tiny_checkpoint
+    from search_spaces import Schedule
+    from sim.system import load_system
+
+    folder = tiny_checkpoint("qwen3_moe", tmp_path / "q")
+    system = load_system("experiments/configs/hbm-pim-x4.yaml")
+    cfg = load_source(str(folder), dtype=system.device.pim.dtype).cfg
+    part = Partition.even(4, 1, cfg.layers, experts=True)
+    first = compile_step(Step(cfg, "decode", 1, 2), system, partition=part, db=None)
+    given = {}
+    for name, c in first.choices.items():
+        if c.workload.op == "moe":
+            space = space_of(c.workload, system.device)
+            given[name] = Schedule.of(space, {**c.schedule.point, "replicas": 4})
+    assert len(given) == cfg.layers
+    rep = run_check(str(folder), system, partition=part, steps=4, schedules=given)
+    assert rep.passed and rep.tokens_match, rep
+
+
+def test_a_stage_that_overflows_drops_the_replicas_first() -> None:
+    """Replicas the database would choose but the device cannot hold are dropped when the
+    stage is fitted: the fitted schedules copy no experts."""
+    from types import SimpleNamespace
+
+    from autosched.lookup import LookupKind, LookupResult
+    from search_spaces import Schedule
+
+    hw = load_hardware("hbm-pim")
+    w = Workload.make("moe", hw.pim.dtype, {"act": "silu", "ep": 4}, m=2, n=64, i=32, e=8,
+                      k=2, s=1)
+    space = space_of(w, hw)
+    tuned = {"placement": "pim", "tile": 1, "split": "all", "replicas": 2}
+    given = {"placement": "pim", "tile": 2, "split": "all", "replicas": 4}
+    st = SimpleNamespace(hw=hw, choices={
+        "a": LookupResult(LookupKind.EXACT, w, Schedule.of(space, tuned)),
+        "b": LookupResult(LookupKind.GIVEN, w, Schedule.of(space, given))})
+    fitted = MoeFamily().fit_memory(st)
+    assert fitted == {"a": Schedule.of(space, {**tuned, "replicas": 0})}
+
+
+def test_the_replica_slots_hold_every_row_once_and_count_as_laid_out() -> None:
+    """Random routings: summed over devices the slots are the routing, and the rows each
+    slot is expected to receive are the rows ``device_slots`` gives it."""
+    from autosched.families.moe.replicas import device_slots, hot, slot_rows
+
+    rng = np.random.default_rng(3)
+    for _ in range(20):
+        e, ep, m = 8, int(rng.choice([2, 4, 8])), int(rng.integers(1, 12))
+        weights = np.where(rng.random((e, m)) < 0.3, rng.random((e, m)), 0.0)
+        reps = hot(weights.sum(axis=1), int(rng.integers(0, 5)))
+        slots = device_slots(weights, reps, ep)
+        local = e // ep
+        summed = slots[:, :local].reshape(e, m).copy()
+        for r, j in enumerate(reps):
+            summed[j] += slots[:, local + r].sum(axis=0)
+        assert np.allclose(summed, weights)
+        assert (slot_rows((weights != 0).sum(axis=1), reps, ep) == (slots != 0).sum(axis=2)).all()

@@ -101,7 +101,7 @@ class GemvFamily(Family):
         return Workload.make(w.op, w.dtype, attrs, **w.dims)
 
     # ---- memory --------------------------------------------------------------------
-    def weight_bytes(self, workload: Workload, hw: Hardware) -> int:
+    def weight_bytes(self, workload: Workload, hw: Hardware, point: dict | None = None) -> int:
         """Packed codes, scales and zero points when the banks hold the format; else
         ``pim.dtype`` values (a format the units do not take is dequantized at load)."""
         n, k = workload.dims["n"], workload.dims["k"]

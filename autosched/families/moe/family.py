@@ -8,7 +8,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from search_spaces import Space, Workload
+from search_spaces import Schedule, Space, Workload
 from search_spaces.moe import moe_default, moe_space
 from sim.errors import AutoschedError
 from sim.hardware import Hardware
@@ -17,9 +17,10 @@ from sim.kernels import Kernel
 from ..base import Family, Option
 from ..gemv.bound import gemv_bound
 from . import routing
-from .kernel import moe_kernel
+from .kernel import moe_kernel, replicated
+from .replicas import slot_rows
 
-__all__ = ["MoeFamily", "active_path"]
+__all__ = ["MoeFamily", "active_path", "device_path"]
 
 Arr = np.ndarray
 
@@ -35,6 +36,22 @@ def active_path(w: Workload) -> Arr:
     return routing.expected_rows(d["m"], d["k"], _probs(w), int(w.attr("ep", 1)))
 
 
+def device_path(w: Workload, point: dict) -> Arr:
+    """Rows each device's expert slots receive on the expected path (``[ep, slots]``):
+    its own experts, then the replicas ``point`` asks for (:func:`.replicas.slot_rows`)."""
+    return slot_rows(active_path(w), replicated(w, point), int(w.attr("ep", 1)))
+
+
+def busiest(w: Workload, point: dict) -> Arr:
+    """Expected trips of the slots of the device the step waits for: the one whose
+    busiest channel group has the most trips (then the most trips in all)."""
+    tile = min(int(point["tile"]), w.dims["m"])
+    per = np.ceil(device_path(w, point) / tile).astype(int)
+    groups = int(point.get("groups", 1)) if point.get("split") == "groups" else 1
+    score = [(max(int(p[g::groups].sum()) for g in range(groups)), int(p.sum())) for p in per]
+    return per[max(range(len(per)), key=lambda d: (score[d], -d))]
+
+
 def _gemv(m: int, n: int, k: int, dtype: str) -> Workload:
     return Workload.make("gemv", dtype, None, m=m, n=n, k=k)
 
@@ -44,6 +61,7 @@ class MoeFamily(Family):
 
     ops: ClassVar[tuple[str, ...]] = ("moe",)
     in_banks: ClassVar[bool] = True
+    memory_kind: ClassVar[str | None] = "replicas"  # the first to go when a stage overflows
 
     def space(self, workload: Workload, hw: Hardware) -> Space:
         return moe_space(workload, hw)
@@ -65,10 +83,9 @@ class MoeFamily(Family):
         return with_attrs(workload, route=routing.encode(route))
 
     def lower(self, workload: Workload, point: dict, hw: Hardware) -> Kernel:
-        tile = min(int(point["tile"]), workload.dims["m"])
-        local = workload.dims["e"] // int(workload.attr("ep", 1))
-        taken = [math.ceil(r / tile) for r in active_path(workload)[:local]]
-        return moe_kernel(workload, point, hw, taken)
+        """The kernel timed on the path of the device with the most trips: the others'
+        outputs wait for it in the all-reduce."""
+        return moe_kernel(workload, point, hw, [int(t) for t in busiest(workload, point)])
 
     def shard(self, workload: Workload, dims: tuple[str, ...], tp: int) -> Workload:
         """Expert parallelism: each of ``tp`` devices keeps ``e / tp`` experts (and
@@ -78,27 +95,41 @@ class MoeFamily(Family):
         return with_attrs(workload, ep=tp)
 
     def bound(self, workload: Workload, hw: Hardware) -> float:
-        """The head GEMV, the shared expert, and one read of every active expert's
-        weights (the rows of the expected path), each at its own bound."""
+        """The head GEMV, the shared expert, and one read of the weights of each active
+        expert (one the expected path routes rows to) a device must run at the least
+        (the active experts spread evenly over the ``ep`` devices), each at its own
+        bound."""
         d, dt = workload.dims, workload.dtype
         m, n, i, e, s = d["m"], d["n"], d["i"], d["e"], d["s"]
         shared = bool(workload.attr("shared", 0))
         head = gemv_bound(_gemv(m, e + (1 + 2 * s if shared else 0), n, dt), hw)
         sdown = gemv_bound(_gemv(m, n, s, dt), hw) if shared else 0.0
-        local = workload.dims["e"] // int(workload.attr("ep", 1))
-        active = int((active_path(workload)[:local] > 0).sum())
+        active = math.ceil(int((active_path(workload) > 0).sum()) / int(workload.attr("ep", 1)))
         one = gemv_bound(_gemv(1, 2 * i, n, dt), hw) + gemv_bound(_gemv(1, n, i, dt), hw)
         return head + sdown + active * one
+
+    def fit_memory(self, step: Any) -> dict[str, Schedule]:
+        """Every looked-up moe schedule of ``step`` that copies experts, without the
+        copies (each device keeps only its own experts)."""
+        out: dict[str, Schedule] = {}
+        for name, c in step.choices.items():
+            point = c.schedule.point
+            if c.workload.op == "moe" and point.get("replicas") and not c.kind.fixed:
+                space = self.space(c.workload, step.hw)
+                out[name] = Schedule.of(space, {**point, "replicas": 0})
+        return out
 
     def options(self, workload: Workload, hw: Hardware) -> tuple[Option, ...]:
         b = self.bound(workload, hw)
         return (Option(b, 0.0, b),)
 
-    def weight_bytes(self, workload: Workload, hw: Hardware) -> int:
+    def weight_bytes(self, workload: Workload, hw: Hardware, point: dict | None = None) -> int:
+        """This device's experts (and the replicas ``point`` adds), the router and the
+        shared expert."""
         d = workload.dims
         n, i, e, s = d["n"], d["i"], d["e"], d["s"]
         shared = bool(workload.attr("shared", 0))
-        local = e // int(workload.attr("ep", 1))
+        local = e // int(workload.attr("ep", 1)) + len(replicated(workload, point or {}))
         elems = local * 3 * i * n + n * e + (n * (1 + 3 * s) if shared else 0)
         return 2 * elems
 

@@ -39,8 +39,9 @@ from sim.program import Buffer, Dispatch, Loop, Node, Program, Stream, signals
 
 from ..gemv.lowering import gemv_kernel
 from . import routing
+from .replicas import hot
 
-__all__ = ["moe_kernel", "part_kernels"]
+__all__ = ["moe_kernel", "part_kernels", "replicated"]
 
 TRIP = "trip"
 
@@ -76,6 +77,15 @@ def part_kernels(w: Workload, point: dict, hw: Hardware) -> dict[str, Kernel]:
     if shared:
         out["sdown"] = _gemv(m, n, s, dt, hw, side)
     return out
+
+
+def replicated(w: Workload, point: dict) -> tuple[int, ...]:
+    """The experts ``point`` copies onto every device (attr ``ep`` > 1): the
+    ``replicas`` most probable of the workload's routing."""
+    r = int(point.get("replicas", 0))
+    if not r or int(w.attr("ep", 1)) == 1:
+        return ()
+    return hot(routing.decode(str(w.attr("route", "uniform")), w.dims["e"]), r)
 
 
 def _groups(point: dict) -> int:
@@ -211,7 +221,9 @@ def _cuts(ks: dict[str, Kernel], groups: int, width: int) -> list[int]:
 def moe_kernel(w: Workload, point: dict, hw: Hardware, taken: Sequence[int]) -> Kernel:
     """The moe kernel of ``point``; ``taken[j]``: the expected trips of this device's
     expert j (attr ``ep``: the experts are split over that many devices, each computing
-    the routing whole and running its own; their outputs are summed over the link)."""
+    the routing whole and running its own; their outputs are summed over the link;
+    point ``replicas``: that many hot experts also have a slot on every device, which
+    runs its share of their rows, see :mod:`.replicas`)."""
     d = w.dims
     m, n, i, e, k, s = d["m"], d["n"], d["i"], d["e"], d["k"], d["s"]
     shared = bool(w.attr("shared", 0))
@@ -221,12 +233,14 @@ def moe_kernel(w: Workload, point: dict, hw: Hardware, taken: Sequence[int]) -> 
     groups = _groups(point)
     width = hw.org.channels // groups
     ep = int(w.attr("ep", 1))  # devices sharing the experts: this one holds e / ep
-    local = e // ep
+    hot = replicated(w, point)
+    local = e // ep + len(hot)  # this device's expert slots
+    total = ep * local  # every device's slots, as ``select`` lays them out
     ks = part_kernels(w, point, hw)
     pad = {name: kern.padded_shapes[0][-1] for name, kern in ks.items()}
     xdt = {name: kern.program.buffer(kern.inputs[0]).dtype for name, kern in ks.items()}
     names = routing.register(e, k, bool(w.attr("norm", 0)), slot, tile, n, s,
-                             pad["gu"], pad["dn"], pad.get("sdown", 0), ep)
+                             pad["gu"], pad["dn"], pad.get("sdown", 0), ep, hot)
     nh = ks["head"].output_shape[-1]
     # one row: every chosen expert reads x itself, there is nothing to gather
     direct = m == 1 and pad["gu"] == pad["head"] and xdt["gu"] == xdt["head"]
@@ -234,7 +248,7 @@ def moe_kernel(w: Workload, point: dict, hw: Hardware, taken: Sequence[int]) -> 
     fused = pad["dn"] == i
     st = _Stitch(_cuts(ks, groups, width))
     st.buffer("x", xdt["head"], m * pad["head"])
-    for name, dt, size in (("hd", "fp32", m * nh), ("rt", "fp32", e * m + e),
+    for name, dt, size in (("hd", "fp32", m * nh), ("rt", "fp32", total * m + total),
                            *(() if direct else (("xg", xdt["gu"], local * slot * pad["gu"]),)),
                            ("yg", "fp32", local * slot * n), ("y", "fp32", m * n)):
         st.buffer(name, dt, size)
@@ -251,9 +265,10 @@ def moe_kernel(w: Workload, point: dict, hw: Hardware, taken: Sequence[int]) -> 
                             for b in ins),
                       (("fn", fn), ("flops", float(flops))))
 
-    # one host op routes: every expert's weights (expert-major), then every expert's trips
-    host.append(ext(names["select"], ("rt", (e * m + e,)), [("hd", (m, nh))], 9 * m * e))
-    wts = BufRef("rt", aff(0, dev=local * m), (local, m))  # this device's experts' weights
+    # one host op routes: every slot's weights (expert-major), then every slot's trips
+    host.append(ext(names["select"], ("rt", (total * m + total,)), [("hd", (m, nh))],
+                    9 * m * e))
+    wts = BufRef("rt", aff(0, dev=local * m), (local, m))  # this device's slots' weights
     if not direct:
         host.append(ext(names["gather"], ("xg", (local * slot, pad["gu"])),
                         [("x", (m, pad["head"])), wts], m * k * n))
@@ -284,7 +299,7 @@ def moe_kernel(w: Workload, point: dict, hw: Hardware, taken: Sequence[int]) -> 
         dn_p, dn_h = st.part(ks["dn"], f"dn{g}", {"x": (f"hb{g}", 0), "y": ("yg", yg0)},
                              ch0=g * width, rows=base + top_gu, trips={"yg": tile * n})
         # expert j's trips, at the same element on every channel of this device
-        sel = BufRef("rt", aff(e * m + g, x=groups, dev=local), (1,))
+        sel = BufRef("rt", aff(total * m + g, x=groups, dev=local), (1,))
         hb = BufRef(f"hb{g}", aff(0), (tile, pad["dn"]))
         act = _activated(gu_h, "gu", hb) if fused else None
         if act is None:  # the activation pads its rows: an op of its own, from ``gu``
@@ -304,8 +319,9 @@ def moe_kernel(w: Workload, point: dict, hw: Hardware, taken: Sequence[int]) -> 
                 Loop("x", per_group, (Dispatch(TRIP, count, tuple(body), sel, mine),)))
         for q in range(per_group):
             j = g + groups * q
-            st.places.append((ks["gu"], base + q * stride, g * width, f"gu.{j}"))
-            st.places.append((ks["dn"], base + q * stride + top_gu, g * width, f"dn.{j}"))
+            src = str(j) if j < e // ep else f"@{hot[j - e // ep]}"  # own, or a replica
+            st.places.append((ks["gu"], base + q * stride, g * width, f"gu.{src}"))
+            st.places.append((ks["dn"], base + q * stride + top_gu, g * width, f"dn.{src}"))
     # one credit per group: its first down projection may write the part buffer at once
     host.extend(Signal(f"free{g}") for g in range(groups))
     host.append(Loop("x", per_group, tuple(hosts)))
@@ -350,9 +366,14 @@ def _top(kern: Kernel) -> int:
 
 
 def _tensor(tensors: dict[str, np.ndarray], tag: str) -> np.ndarray:
-    """The ``[n, k]`` matrix of part ``tag``: ``head``, ``sdown``, ``gu.j``, ``dn.j``."""
+    """The ``[n, k]`` matrix of part ``tag``: ``head``, ``sdown``, ``gu.j``, ``dn.j``
+    (this device's expert ``j``) or ``gu.@j``, ``dn.@j`` (expert ``j`` of the model, from
+    the whole stack ``gate_up@all``, ``down@all``; the stack when it is all there is)."""
     if "." in tag:
         name, j = tag.split(".")
-        return tensors["gate_up" if name == "gu" else "down"][int(j)]
+        stack = "gate_up" if name == "gu" else "down"
+        if j.startswith("@"):
+            return tensors.get(f"{stack}@all", tensors[stack])[int(j[1:])]
+        return tensors[stack][int(j)]
     return tensors[tag]
 

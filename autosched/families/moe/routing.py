@@ -8,8 +8,10 @@ asks (Mixtral always; Qwen3-MoE, OLMoE and Qwen2-MoE by ``norm_topk_prob``). ``t
 counts each expert's dispatched trips of ``tile`` rows; the host's ``select`` op writes
 both in one dispatch (the weights, then the trips). ``gather`` packs each expert's rows
 into its slot of ``[e, slot, n]`` in row order, ``combine`` sums the experts' outputs
-back per row. These are registered as host ``extern`` ops under names carrying their
-parameters, so the functional simulator runs exactly this arithmetic.
+back per row (with hot experts replicated over devices, per device slot:
+:mod:`.replicas`). These are registered as host ``extern``
+ops under names carrying their parameters, so the functional simulator runs exactly
+this arithmetic.
 
 A routing *distribution* (``uniform``, or a layer's probabilities measured from prompts:
 ``--routing FILE``, read by :mod:`autosched.frontend.routed`, carried by the workload's
@@ -25,6 +27,8 @@ import numpy as np
 
 from sim.errors import AutoschedError
 from sim.host_ops import register_extern
+
+from .replicas import device_slots
 
 __all__ = ["combine", "decode", "encode", "expected_rows", "gather", "register", "route",
            "spread", "trips"]
@@ -92,16 +96,22 @@ def _fit(x: Arr, width: int) -> Arr:
 
 
 def register(e: int, k: int, norm: bool, slot: int, tile: int, n: int, s: int,
-             xw: int, hw: int, sw: int, ep: int = 1) -> dict[str, str]:
+             xw: int, hw: int, sw: int, ep: int = 1,
+             hot_experts: tuple[int, ...] = ()) -> dict[str, str]:
     """Register the host externs of one moe shape (``xw``, ``hw``, ``sw``: the padded
     widths of the gathered rows, the activation and the shared activation; ``ep``
     devices sharing the experts, each adding ``1/ep`` of the shared expert so that their
-    sum holds it once); their names by role."""
+    sum holds it once; ``hot_experts`` replicated on every device, see
+    :func:`device_slots`); their names by role."""
     tag = f"{e}.{k}.{int(norm)}.{slot}.{tile}.{n}.{s}.{xw}.{hw}.{sw}.{ep}"
+    if hot_experts:
+        tag += ".r" + "-".join(map(str, hot_experts))
     names = {r: f"moe_{r}.{tag}" for r in ("select", "gather", "act", "shared", "combine")}
 
-    def select(h: Arr) -> Arr:  # [e * m] expert-major weights, then [e] trips
+    def select(h: Arr) -> Arr:  # every device's slot weights, then every slot's trips
         w = route(h, e, k, norm).T.astype(np.float32)
+        if hot_experts:
+            w = device_slots(w, hot_experts, ep).reshape(-1, w.shape[1])
         return np.concatenate([w.reshape(-1), trips(w, tile)])
 
     register_extern(names["select"], select)
