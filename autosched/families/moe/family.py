@@ -17,7 +17,7 @@ from sim.kernels import Kernel
 from ..base import Family, Option
 from ..gemv.bound import gemv_bound
 from . import routing
-from .kernel import moe_kernel, replicated
+from .kernel import _groups, moe_kernel, replicated
 from .replicas import slot_rows
 
 __all__ = ["MoeFamily", "active_path", "device_path"]
@@ -47,7 +47,7 @@ def busiest(w: Workload, point: dict) -> Arr:
     busiest channel group has the most trips (then the most trips in all)."""
     tile = min(int(point["tile"]), w.dims["m"])
     per = np.ceil(device_path(w, point) / tile).astype(int)
-    groups = int(point.get("groups", 1)) if point.get("split") == "groups" else 1
+    groups = _groups(point)
     score = [(max(int(p[g::groups].sum()) for g in range(groups)), int(p.sum())) for p in per]
     return per[max(range(len(per)), key=lambda d: (score[d], -d))]
 

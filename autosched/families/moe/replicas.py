@@ -47,14 +47,7 @@ def device_slots(weights: Arr, hot_experts: Sequence[int], ep: int) -> Arr:
 
 def slot_rows(rows: Arr, hot_experts: Sequence[int], ep: int) -> Arr:
     """``[ep, e / ep + r]``: the rows each device's slots receive when expert ``j``
-    receives ``rows[j]`` (the counts :func:`device_slots` gives)."""
+    receives ``rows[j]`` (what :func:`device_slots` gives rows of that many)."""
     rows = np.asarray(rows, int)
-    e = len(rows)
-    local = e // ep
-    out = np.zeros((ep, local + len(hot_experts)), int)
-    own = rows.copy()
-    own[list(hot_experts)] = 0
-    out[:, :local] = own.reshape(ep, local)
-    for r, j in enumerate(hot_experts):
-        out[:, local + r] = [len(range(d, int(rows[j]), ep)) for d in range(ep)]
-    return out
+    taken = (np.arange(max(int(rows.max(initial=0)), 1)) < rows[:, None]).astype(np.int8)
+    return (device_slots(taken, hot_experts, ep) != 0).sum(axis=2)
