@@ -12,14 +12,14 @@ from __future__ import annotations
 import math
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from search_spaces import Workload
 from search_spaces.fusion import fusion_default
-from sim.errors import AutoschedError
+from sim.errors import AutoschedError, SimError
 from sim.hardware import Hardware
 
 from .database import Database, RecordKey, open_database
@@ -93,7 +93,8 @@ def tune(model: str | Path | ModelConfig, *, hw: str | Path | Hardware = "hbm-pi
          db: str | Path | Database = DB_DEFAULT, seed: int = 0, sampler: str = "tpe",
          cost_model: str | object | None = DEFAULT_COST_MODEL,
          fusion: str | dict | None = DEFAULT_FUSION,
-         progress: Callable | None = None, runner: str | object | None = None) -> TuneReport:
+         progress: Callable | None = None, runner: str | object | None = None,
+         carry: Sequence[tuple[dict | None, str]] = ()) -> TuneReport:
     """Tune every workload of one inference step of ``model`` on ``hw`` and report.
 
     ``context`` is the KV length for decode and the prompt length for prefill (default
@@ -112,6 +113,8 @@ def tune(model: str | Path | ModelConfig, *, hw: str | Path | Hardware = "hbm-pi
     only the winner is stored (fusion and placement plans, and where its schedules come
     from), so the step compiled from the database is never slower than the default.
     ``fusion="none"`` tunes the unfused graph alone (and stores that plan).
+    ``carry``: (fusion plan, placement) pairs that won related steps (a serving profile's
+    earlier buckets); each is one more whole-step candidate, on the tuned schedules.
     ``runner``: a Runner (the caller closes it), or ``local`` / ``dask://host:port``
     (opened and closed here). ``sampler`` names the search strategy: an Optuna sampler
     or ``evolutionary`` (:data:`~autosched.defaults.STRATEGIES`). Each input (hardware,
@@ -130,6 +133,7 @@ def tune(model: str | Path | ModelConfig, *, hw: str | Path | Hardware = "hbm-pi
         pin_graph,
         plain_memory_ns,
         simulate_step,
+        unfit_reason,
     )
     from .frontend import get_model_config
     from .ir import tasks
@@ -150,9 +154,12 @@ def tune(model: str | Path | ModelConfig, *, hw: str | Path | Hardware = "hbm-pi
     cfg = get_model_config(model)
     step = step_of(cfg, phase=phase, batch=batch,
                    context=min(context or DEFAULT_CONTEXT, cfg.max_positions))
+    rows = choose_partition(step, system)
+    if (why := unfit_reason(step, system, rows)) is not None:
+        raise SimError(why + "; nothing was measured")
     database = open_database(db)
     cm, cm_name = _cost_model(cost_model, seed)
-    ranked = [r for r in choose_partition(step, system) if r["fits"]]
+    ranked = [r for r in rows if r["fits"]]
     part = ranked[0]["partition"] if ranked else Partition.single(cfg.layers)
 
     # graph: one step captured, rewritten by every candidate fusion plan (one device's
@@ -195,7 +202,7 @@ def tune(model: str | Path | ModelConfig, *, hw: str | Path | Hardware = "hbm-pi
     best_i = min(final, key=lambda i: (tuned[i].latency_ns, i))
     best_plan = plans[best_i]
     cands = _candidates(step, system, database, best_plan, part, default, tuned[best_i],
-                        simulate_step, PLACEMENTS, default_plan(fusion))
+                        simulate_step, PLACEMENTS, default_plan(fusion), carry)
     win = min(cands, key=lambda c: (c.fig.latency_ns, cands.index(c)))
     fig = win.fig
     base_ns = plain_memory_ns(step, system, partition=part)
@@ -241,23 +248,30 @@ class Candidate:
 
 def _candidates(step: Step, system: object, db: Database, plan: dict | None, part: object,
                 default: object, tuned: object, simulate_step: Callable,
-                placements: tuple[str, ...], base: dict) -> list[Candidate]:
+                placements: tuple[str, ...], base: dict,
+                carry: Sequence[tuple[dict | None, str]] = ()) -> list[Candidate]:
     """Every candidate of the final comparison, the default step (plan ``base``, default
     schedules) first (ties keep it):
     the best finalist's plan with its tuned schedules under every placement, and with the
-    default schedules; a candidate that does not compile or fit is left out."""
+    default schedules, then each carried (plan, placement) on the tuned schedules; a
+    candidate that does not compile or fit is left out."""
     out = [Candidate(base, "auto", "default", default),
            Candidate(plan, "auto", "tuned", tuned)]
-    tries = [(p, db, "tuned") for p in placements if p != "auto"]
-    tries += [("auto", None, "default")] if plan else []
-    for where, database, source in tries:
+    tries = [(plan, p, db, "tuned") for p in placements if p != "auto"]
+    tries += [(plan, "auto", None, "default")] if plan else []
+    tries += [(p, where, db, "tuned") for p, where in carry]
+    for fplan, where, database, source in tries:
+        if any((c.plan or {}) == (fplan or {}) and (c.placement, c.schedules) ==
+               (where, source) for c in out):
+            continue  # a carried pair this comparison already has
         try:
-            fig = simulate_step(step, system, db=database, fusion=plan or {}, baseline=False,
-                                placement=where, ops=False, partition=part)
+            fig = simulate_step(step, system, db=database, fusion=fplan or {},
+                                baseline=False, placement=where, ops=False, partition=part)
         except AutoschedError:
             continue
-        out.append(Candidate(plan, where, source, fig))
+        out.append(Candidate(fplan, where, source, fig))
     return out
+
 
 
 def finalists(estimates: list[float]) -> list[int]:

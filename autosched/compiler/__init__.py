@@ -7,6 +7,7 @@ from .choose import (
     choose_partition,
     parse_partition,
     partition_bound,
+    unfit_reason,
 )
 from .compile import CompiledStep, compile_step, partition_graph, pin_graph
 from .figures import StepFigures, choose_placement, plain_memory_ns, simulate_step
@@ -20,4 +21,5 @@ __all__ = [
     "StepFigures", "best_partition", "choose_partition", "choose_placement", "compile_step",
     "library_choice", "parse_partition", "partition_bound", "partition_graph", "pin_graph",
     "plain_memory_ns", "run_check", "side_schedule", "simulate_step", "tolerance",
+    "unfit_reason",
 ]

@@ -21,7 +21,8 @@ from .bounds import step_bound
 from .compile import partition_graph
 from .partition import REDUCED, Partition, candidates, stage_of, tp_reasons
 
-__all__ = ["best_partition", "choose_partition", "parse_partition", "partition_bound"]
+__all__ = ["best_partition", "choose_partition", "parse_partition", "partition_bound",
+           "unfit_reason"]
 
 _MARGIN = 0.97  # of a device's capacity the estimate may fill (activations, layout padding)
 
@@ -114,6 +115,24 @@ def choose_partition(step: Step, system: System, *,
                      "bytes_per_device": need, "fits": fits})
     rows.sort(key=lambda r: (not r["fits"], r["estimate_ns"], r["partition"].devices))
     return rows
+
+
+def unfit_reason(step: Step, system: System, rows: list[dict] | None = None) -> str | None:
+    """Why no partition of ``step`` can fit a device of ``system``, or None when one may:
+    the least any candidate needs per device (weights, KV cache and tables, the floor of
+    what its memory plan places) is above a device's whole capacity. ``rows``:
+    :func:`choose_partition`'s, when the caller has them."""
+    rows = choose_partition(step, system) if rows is None else rows
+    cap = system.device.capacity_bytes
+    if not rows:
+        return f"{step.describe()} has no partition on {system.name}"
+    least = min(rows, key=lambda r: r["bytes_per_device"])
+    if least["bytes_per_device"] <= cap:
+        return None
+    p = least["partition"]
+    return (f"{step.describe()} does not fit {system.name}: its weights, KV cache and "
+            f"tables need at least {least['bytes_per_device'] / 1e9:.1f} GB per device "
+            f"(partition {p.tp}x{p.pp}) and a device holds {cap / 1e9:.1f} GB")
 
 
 def parse_partition(text: str, step: Step, system: System) -> Partition:

@@ -165,7 +165,9 @@ def fakes(monkeypatch):
     compiler.PLACEMENTS = tuple(PLAN_FACTOR)
     compiler.Partition = real_compiler.Partition
     compiler.choose_partition = lambda step, system: [
-        {"partition": real_compiler.Partition.single(step.model.layers), "fits": True}]
+        {"partition": real_compiler.Partition.single(step.model.layers), "fits": True,
+         "bytes_per_device": 0.0}]
+    compiler.unfit_reason = real_compiler.unfit_reason
     compiler.partition_graph = real_compiler.partition_graph
     compiler.pin_graph = real_compiler.pin_graph
     monkeypatch.setitem(sys.modules, "autosched.search", search)
@@ -318,3 +320,40 @@ def test_a_serving_profile_shares_one_budget_and_measures_shared_tasks_once(fake
     assert capped.measurements <= 3
     with pytest.raises(Exception, match="phase"):
         buckets_of(["serve"], [1], [16])
+
+
+def test_a_step_that_cannot_fit_is_refused_before_anything_is_measured(tmp_path):
+    """llama2-7b's weights and KV cache at batch 8, context 1024 exceed one hbm-pim
+    device: ``tune`` and a profile holding that bucket say so and measure nothing, not
+    even the buckets that would fit."""
+    from autosched.tune_profile import buckets_of, tune_profile
+    from sim.errors import SimError
+
+    db = tmp_path / "t.db"
+    with pytest.raises(SimError, match=r"batch 8 context 1024 does not fit hbm-pim.*nothing was"):
+        tune("llama2-7b", batch=8, context=1024, db=db, cost_model="none")
+    with pytest.raises(SimError, match=r"1 of 2 buckets cannot run on hbm-pim") as e:
+        tune_profile("llama2-7b", buckets_of(["decode"], [1, 8], [1024]), trials=8, db=db,
+                     cost_model="none")
+    assert "GB per device" in str(e.value) and "batch 1 " not in str(e.value)
+    assert not db.exists() or open_database(db).records() == []
+
+
+def test_carried_plans_join_the_final_comparison_once_each():
+    """A plan another bucket won is simulated on the tuned schedules under its own
+    placement; a pair the comparison already has is not simulated twice."""
+    calls = []
+
+    def sim(step, system, *, db=None, fusion=None, placement="auto", **kw):
+        calls.append((tuple(sorted((fusion or {}).items())), placement, db is not None))
+        return types.SimpleNamespace(latency_ns=1.0 if placement == "host" else 2.0)
+
+    mine, other = {"merge_qkv": True}, {"merge_gate_up": True}
+    default = types.SimpleNamespace(latency_ns=3.0)
+    cands = tune_mod._candidates(None, None, object(), mine, None, default, default, sim,
+                                 ("auto", "host"), {},
+                                 carry=[(other, "host"), (mine, "host"), (other, "host")])
+    got = [(c.plan, c.placement, c.schedules) for c in cands]
+    assert got == [({}, "auto", "default"), (mine, "auto", "tuned"), (mine, "host", "tuned"),
+                   (mine, "auto", "default"), (other, "host", "tuned")]
+    assert len(calls) == 3
