@@ -13,7 +13,7 @@ PACKAGES = ("autosched", "search_spaces", "cost_models")
 # where a string naming a workload op belongs: a family's folder and its space folder
 FAMILY_FOLDERS = (ROOT / "autosched" / "families", ROOT / "search_spaces")
 # the edges: where names, files and URLs become objects, once
-EDGES = ("autosched/cli/", "autosched/api.py", "autosched/tune.py",
+EDGES = ("autosched/cli/", "autosched/api.py", "autosched/tune.py", "autosched/tune_profile.py",
          "autosched/backend/__init__.py", "autosched/regress/", "autosched/database/",
          "autosched/measure/contract.py", "sim/hwio.py", "sim/system.py")
 RESOLVERS = {"load_hardware", "open_database", "load_system"}
