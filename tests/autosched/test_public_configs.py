@@ -38,6 +38,10 @@ EXPECTED = {  # file stem: (model_type, layers, heads, kv_heads, head_dim, windo
     "exaone-4.0-1.2b": ("exaone4", 30, 32, 8, 64, 0, "llama3"),
     "gemma-2b": ("gemma", 18, 8, 1, 256, 0, None),
     "gemma-3-1b-pt": ("gemma3_text", 26, 4, 1, 256, 512, None),
+    "olmo-2-1124-7b-instruct": ("olmo2", 32, 32, 32, 128, 0, None),
+    "granite-3.3-8b-instruct": ("granite", 40, 32, 8, 128, 0, None),
+    "aya-23-8b": ("cohere", 32, 32, 8, 128, 0, None),
+    "pythia-1b": ("gpt_neox", 16, 8, 8, 256, 0, None),
 }
 
 
