@@ -210,7 +210,8 @@ def _competent(hw: Hardware, n: int, k: int, m: int, br: int) -> tuple[GemvOpts,
     """Library options a careful engineer would pick, best first: split the reduction over
     channels until the outputs fill every unit's lanes (the layout wastes no bank rows on
     padding) but no deeper than the read-out of one partial per output and slice repays,
-    and alternate the two banks of a pair so one activates while the other MACs, where a
+    and alternate the two banks of a pair so one activates while the other MACs (in
+    broadcast columns, also weighed where the unit has an adder tree), where a
     bank has more than one row to activate (with one row there is nothing to hide, and
     the pair's second bank only halves the tile, leaving the weights of a small matrix in
     half the channels), with the pipelined row walk hiding each activation in the partner
@@ -223,12 +224,15 @@ def _competent(hw: Hardware, n: int, k: int, m: int, br: int) -> tuple[GemvOpts,
     splits = [d for d in range(1, hw.org.channels + 1)
               if hw.org.channels % d == 0 and d & (d - 1) == 0]
     pairs = (True, False) if hw.pim.banks_per_unit == 2 else (False,)
+    # an adder tree's dot columns are the unit's own default, but the interleaved walk of
+    # a bank pair needs broadcast columns: where both exist, both are weighed
+    modes = (None, "bcast") if hw.pim.adder_tree and hw.pim.banks_per_unit == 2 else (None,)
     ranked = []
     for ks in splits:
-        for il in pairs:
+        for il, mode in itertools.product(pairs, modes):
             for db, regs in itertools.product((False, True), _register_choices(hw)):
                 o = GemvOpts(batch_rows=br, k_split=ks, interleave=il, row_prefetch=il,
-                             double_buffer=db, registers=regs)
+                             double_buffer=db, registers=regs, mode=mode)
                 if o.validate(hw, n, k, m):
                     continue
                 pl = gemv_layout_of(hw, n, k, m, o)

@@ -143,6 +143,24 @@ def test_gemv_default_ranks_library_options_by_rows_and_read_out(hw, m, n, k):
     assert d.get("row_prefetch", False) == d.get("interleave", False)
 
 
+@pytest.mark.parametrize("n,k", [(4096, 4096), (22016, 4096), (4096, 11008)])
+def test_an_adder_tree_beside_a_bank_pair_keeps_the_interleaved_walk(n, k):
+    """hbm-pim-int8 is hbm-pim plus an adder tree: its fp16 default weighs the tree's dot
+    columns against the interleaved broadcast walk of the bank pair, takes the walk (dot
+    columns cannot interleave in a 256-byte buffer) and so is never slower than on
+    hbm-pim itself."""
+    base, tree = load_hardware("hbm-pim"), load_hardware("hbm-pim-int8")
+    w = Workload.make("gemv", m=1, n=n, k=k)
+    d = gemv_default(w, tree)
+    assert (d["mode"], d["interleave"]) == ("bcast", True)
+
+    def timed(hw) -> float:
+        return simulate(gemv(hw, n, k, 1, point_opts(gemv_default(w, hw))).program,
+                        hw).latency_ns
+
+    assert timed(tree) <= timed(base)
+
+
 def test_gemv_default_packs_a_reduction_slice_the_tile_overshoots():
     """Gemma 2's FFN (2,304 wide) over four slices is 576 elements; the widest tile pads
     each to 1,024, a narrower tile packs them. The default finds the packing (timed
