@@ -247,17 +247,18 @@ def _competent(hw: Hardware, n: int, k: int, m: int, br: int) -> tuple[GemvOpts,
 
 def _packing_tiles(pl: Any, kslice: int) -> list[int]:
     """``pl``'s tile and every smaller one that pads a ``kslice``-element reduction slice
-    less than all larger ones: a slice a whole tile overshoots (Gemma's 2,304 over four
-    slices is 576 elements in 1,024-element tiles) wastes that much of every stripe's
-    rows, while tiles that divide a row pack several slice segments into one row, at the
-    price of more broadcasts."""
+    no more than all larger ones (equal padding stays a candidate: the timed order weighs
+    a large tile's fewer broadcasts against a small one's packing): a slice a whole tile
+    overshoots (Gemma's 2,304 over four slices is 576 elements in 1,024-element tiles)
+    wastes that much of every stripe's rows, while tiles that divide a row pack several
+    slice segments into one row, at the price of more broadcasts."""
     step = 2 if pl.opts.double_buffer else 1
     out, least = [], None
     for t in (pl.T >> i for i in range(pl.T.bit_length())):
         if t < pl.g or pl.T % t:  # halvings of the tile, down to the unit's group
             break
         pad = round_up(kslice, t * step)
-        if least is None or pad < least:
+        if least is None or pad <= least:
             out.append(t)
             least = pad
     return out

@@ -70,13 +70,17 @@ def _slot_row(pl: AttnLayout, t: TensorLayout) -> Affine:
     return aff(t.base, bi=(pl.kvh // pl.kc) * per, gs=per)
 
 
-def _writes(pl: AttnLayout, bj: int, si: int) -> list[Node]:
-    """Store the new tokens' k and v owned by stream ``(bj, si)``: each tensor's pieces
-    ordered by bank and row, so the tokens sharing a bank row (a prompt's) take one Act."""
-    pieces = []
-    for name, t in (("k", pl.K), ("v", pl.V)):
+def _writes(pl: AttnLayout, bj: int, si: int, names: tuple[str, ...] = ("k", "v")
+            ) -> list[Node]:
+    """Store the new tokens' ``names`` tensors owned by stream ``(bj, si)``, in waves:
+    wave ``w`` takes the ``w``-th opened row of every bank, activates them all, writes
+    their pieces and precharges them, so one bank's activation overlaps another's (the
+    command bus is in order: a bank at a time would pay every activation in turn), and
+    the tokens sharing a bank row (a prompt's) take one Act."""
+    runs: dict[tuple[int, Affine], list[Node]] = {}
+    for name in names:
+        t = pl.K if name == "k" else pl.V
         buf, w = pl.buf(name), pl.width(name)
-        runs = []
         for i in range(pl.q):
             s, rho, x = pl.owner(t, pl.l - pl.q + i)
             if s != si:
@@ -85,18 +89,23 @@ def _writes(pl: AttnLayout, bj: int, si: int) -> list[Node]:
                        gs=pl.kc * w, ch=w)
             row, shift = t.at(rho)
             for pc in pl.pieces(t, x):
-                bank, off = pc.bank + shift, row + pc.row
+                bank = pc.bank + shift
                 src = BufRef(buf, affine_sum(src0, pc.elem), (pc.ncols * pl.lanes,))
-                runs.append((bank, off, WrBank(bank, pc.col, pc.ncols, src)))
-        runs.sort(key=lambda r: r[:2])
-        pieces += [(bank, affine_sum(_slot_row(pl, t), off), wr) for bank, off, wr in runs]
+                key = (bank, affine_sum(_slot_row(pl, t), row + pc.row))
+                runs.setdefault(key, []).append(WrBank(bank, pc.col, pc.ncols, src))
+    waves: list[list[tuple[int, Affine]]] = []
+    seen: dict[int, int] = {}
+    for bank, row in runs:  # first-come order: a bank's rows in the order they are met
+        w = seen.get(bank, 0)
+        seen[bank] = w + 1
+        if w == len(waves):
+            waves.append([])
+        waves[w].append((bank, row))
     body: list[Node] = []
-    for n, (bank, row, wr) in enumerate(pieces):
-        if n == 0 or pieces[n - 1][:2] != (bank, row):
-            body.append(Act(bank, 0, row))
-        body.append(wr)
-        if n + 1 == len(pieces) or pieces[n + 1][:2] != (bank, row):
-            body.append(Pre(bank, 0))
+    for wave in waves:
+        body += [Act(bank, 0, row) for bank, row in wave]
+        body += [wr for key in wave for wr in runs[key]]
+        body += [Pre(bank, 0) for bank, _ in wave]
     return _slots(pl, body) if body else []
 
 
@@ -254,13 +263,16 @@ def _assemble(pl: AttnLayout, bj: int, si: int,
               compute: tuple[tuple[Node, ...], tuple[Node, ...]] | None) -> Stream:
     k = bj * pl.S + si
     body: list[Node] = [Wait(("pad",))] if (pl.dk, pl.dv) != (pl.d, pl.d) else []
-    body += _writes(pl, bj, si)
     chans = tuple(range(k * pl.kc, (k + 1) * pl.kc))
     if compute is None:  # the host has every position: store the cache, read nothing back
-        return Stream(f"pim{k}", "pim", chans, tuple(body))
+        return Stream(f"pim{k}", "pim", chans, (*body, *_writes(pl, bj, si)))
+    # with both products in the banks, v is stored while the host takes the softmax
+    late = ("v",) if (pl.scores, pl.wsum) == ("pim", "pim") else ()
+    body += _writes(pl, bj, si, tuple(n for n in ("k", "v") if n not in late))
     body += [*compute[0], Signal(f"s{k}")]
     if pl.wsum == "pim":
-        body += [Wait(("p",)), *compute[1], Signal(f"o{k}")]
+        body += [*(_writes(pl, bj, si, late) if late else ()), Wait(("p",)), *compute[1],
+                 Signal(f"o{k}")]
     return Stream(f"pim{k}", "pim", chans, tuple(body))
 
 
