@@ -10,9 +10,12 @@ they read follow the op's own inputs, in stage order:
 - ``rmsnorm`` (input ``w``, attr ``post_eps``) normalises the value in place (a
   post-norm); ``rmsnorm_cat`` (input ``w``, attr ``eps``) appends the value's RMS norm
   times ``w``, doubling the last axis: the residual and the next layer's normalised input
-  at once;
-- ``rope`` (inputs ``cos``, ``sin`` [rows, d]) rotates the first attr ``rope_heads``
-  heads of ``d`` columns of each row; ``qknorm`` (inputs ``wq``, ``wk`` [d], attrs
+  at once; ``layernorm_cat`` (inputs ``w``, ``b``, attr ``eps``) appends its LayerNorm
+  the same way;
+- ``rope`` (inputs ``cos``, ``sin`` [rows, r]) rotates the first attr ``rope_heads``
+  heads of each row: heads of attr ``rope_d`` columns (default ``r``) whose first ``r``
+  rotate (partial rotary), pairs the two halves of those (rotate-half) or neighbours
+  ``2i, 2i+1`` (attr ``pairs="interleaved"``); ``qknorm`` (inputs ``wq``, ``wk`` [d], attrs
   ``qk_heads``, ``qk_eps``) RMS-normalises those heads first, the first ``qk_heads`` with
   ``wq`` and the others with ``wk``;
 - ``argmax_cat`` appends each row's argmax as one more column: the logits and the next
@@ -27,16 +30,21 @@ from .activations import ACT_FLOPS, ACTIVATIONS
 from .errors import ProgramError
 from .isa import HostOp
 
-__all__ = ["EPILOGUES", "apply", "flops", "grown_width", "own_width", "rms", "stages"]
+__all__ = ["EPILOGUES", "apply", "flops", "grown_width", "layer_norm", "own_width", "rms",
+           "stages"]
 
 Arr = np.ndarray
 
 # epilogue stage -> (extra inputs, FLOPs per element of the value it is applied to)
 EPILOGUES: dict[str, tuple[int, float]] = {
     "bias": (1, 1.0), "add": (1, 1.0), "silu_mul": (0, 3.0), "rmsnorm_cat": (1, 4.0),
+    "layernorm_cat": (2, 8.0),
     "rope": (2, 3.0), "argmax_cat": (0, 1.0), "qknorm": (2, 4.0),
     "rmsnorm": (1, 4.0), **{a: (0, f) for a, f in ACT_FLOPS.items()},
     **{f"{a}_mul": (0, (f + 1) / 2) for a, f in ACT_FLOPS.items() if a != "silu"}}
+
+
+_CAT_NORMS = ("rmsnorm_cat", "layernorm_cat")  # stages that append a normalised copy
 
 
 def stages(op: HostOp) -> list[str]:
@@ -51,7 +59,7 @@ def stages(op: HostOp) -> list[str]:
 
 def grown_width(st: str, w: int) -> int:
     """Width of a value after epilogue stage ``st`` (``w`` before it)."""
-    return w // 2 if st.endswith("_mul") else 2 * w if st == "rmsnorm_cat" \
+    return w // 2 if st.endswith("_mul") else 2 * w if st in _CAT_NORMS \
         else w + 1 if st == "argmax_cat" else w
 
 
@@ -60,7 +68,7 @@ def own_width(op: HostOp) -> int:
     ``argmax_cat`` (one more column), ``rmsnorm_cat`` (doubles) and ``silu_mul`` (halves)."""
     w = op.outs[0].shape[-1]
     for st in reversed(stages(op)):
-        w = w * 2 if st.endswith("_mul") else w // 2 if st == "rmsnorm_cat" \
+        w = w * 2 if st.endswith("_mul") else w // 2 if st in _CAT_NORMS \
             else w - 1 if st == "argmax_cat" else w
     return w
 
@@ -70,15 +78,27 @@ def rms(x: Arr, w: Arr, eps: float) -> Arr:
     return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps) * w
 
 
-def _rope_cols(x: Arr, cos: Arr, sin: Arr, heads: int) -> Arr:
+def layer_norm(x: Arr, w: Arr, b: Arr, eps: float) -> Arr:
+    """LayerNorm of ``x`` over its last axis, times ``w`` plus ``b``."""
+    mu = x.mean(axis=-1, keepdims=True)
+    var = ((x - mu) ** 2).mean(axis=-1, keepdims=True)
+    return (x - mu) / np.sqrt(var + eps) * w + b
+
+
+def _rope_cols(x: Arr, cos: Arr, sin: Arr, heads: int, d: int, pairs: str) -> Arr:
     """``x`` [rows, w] with its first ``heads`` heads of ``d`` columns rotated by the
-    rows' ``cos``/``sin`` [rows, d] (rotate-half, as the ``rope`` op)."""
-    d = cos.shape[-1]
-    c, s = cos.reshape(-1, 1, d), sin.reshape(-1, 1, d)
+    rows' ``cos``/``sin`` [rows, r]: the first ``r`` columns of each head, rotate-half or
+    neighbouring ``pairs`` (as the ``rope`` op)."""
+    r = cos.shape[-1]
+    c, s = cos.reshape(-1, 1, r), sin.reshape(-1, 1, r)
     head = x[:, : heads * d].reshape(x.shape[0], heads, d)
-    rot = np.concatenate([-head[..., d // 2:], head[..., : d // 2]], axis=-1)
-    return np.concatenate([(head * c + rot * s).reshape(x.shape[0], -1), x[:, heads * d:]],
-                          axis=1)
+    part = head[..., :r]
+    if pairs == "interleaved":
+        rot = np.stack([-part[..., 1::2], part[..., 0::2]], axis=-1).reshape(part.shape)
+    else:
+        rot = np.concatenate([-part[..., r // 2:], part[..., : r // 2]], axis=-1)
+    head = np.concatenate([part * c + rot * s, head[..., r:]], axis=-1)
+    return np.concatenate([head.reshape(x.shape[0], -1), x[:, heads * d:]], axis=1)
 
 
 def _qk_norms(x: Arr, wq: Arr, wk: Arr, qh: int, heads: int, eps: float) -> Arr:
@@ -107,8 +127,13 @@ def apply(op: HostOp, x: Arr, extra: list[Arr]) -> Arr:
         elif st == "rmsnorm_cat":
             w = next(it).reshape(-1)
             x = np.concatenate([x, rms(x, w, float(op.attr("eps", 1e-5)))], axis=-1)
+        elif st == "layernorm_cat":
+            w, b = next(it).reshape(-1), next(it).reshape(-1)
+            x = np.concatenate([x, layer_norm(x, w, b, float(op.attr("eps", 1e-5)))], axis=-1)
         elif st == "rope":
-            x = _rope_cols(x, next(it), next(it), int(op.attr("rope_heads")))
+            cos, sin = next(it), next(it)
+            x = _rope_cols(x, cos, sin, int(op.attr("rope_heads")),
+                           int(op.attr("rope_d", cos.shape[-1])), str(op.attr("pairs", "half")))
         elif st == "qknorm":  # per-head RMS norms of q's heads, then k's, before rotating
             x = _qk_norms(x, next(it).reshape(-1), next(it).reshape(-1),
                           int(op.attr("qk_heads")), int(op.attr("rope_heads")),

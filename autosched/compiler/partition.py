@@ -145,7 +145,7 @@ def shard_graph(graph: OpGraph, tp: int, roles: frozenset[str] | None = None) ->
             nodes.append(n)
             continue
         if n.role in REDUCED and w.attr("epilogue") in ("add", "add_rmsnorm", "norm_add",
-                                                          "norm_add_rmsnorm"):
+                                                          "norm_add_rmsnorm", "add_layernorm"):
             raise AutoschedError(f"{n.name}: a residual fused into {n.role} would be added on "
                                  "every tensor-parallel device; compile without "
                                  "residual_epilogue")

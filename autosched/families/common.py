@@ -15,8 +15,8 @@ import numpy as np
 from autosched.ir.errors import FusionError
 from sim.errors import AutoschedError
 
-__all__ = ["activate", "gated", "head_split", "joined", "norm_weight", "rms_norm", "rotate",
-           "rope_tables", "silu"]
+__all__ = ["activate", "gated", "head_split", "joined", "layer_norm", "norm_weight", "rms_norm",
+           "rotate", "rope_tables", "silu"]
 
 Arr = np.ndarray
 
@@ -89,6 +89,13 @@ def silu(x: Arr) -> Arr:
 
 def rms_norm(x: Arr, w: Arr, eps: float) -> Arr:
     return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps) * w
+
+
+def layer_norm(x: Arr, w: Arr, b: Arr, eps: float) -> Arr:
+    """LayerNorm of ``x`` over its last axis, times ``w`` plus ``b``."""
+    mu = x.mean(axis=-1, keepdims=True)
+    var = ((x - mu) ** 2).mean(axis=-1, keepdims=True)
+    return (x - mu) / np.sqrt(var + eps) * w + b
 
 
 def rotate(x: Arr, cos: Arr, sin: Arr) -> Arr:

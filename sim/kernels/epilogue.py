@@ -5,8 +5,11 @@ or the host multiply); :class:`Epilogue` lists the stages of
 :data:`sim.host_epilogue.EPILOGUES` that op also applies, in order, and names the inputs they
 read: ``bias`` ``b`` [n]; ``add`` ``r`` [batch, n]; ``silu_mul`` none (output halved);
 ``rmsnorm_cat`` ``out_norm_w`` [n] with epsilon ``eps`` (output doubled: the value, then
-its RMS norm); ``rope`` ``cos``, ``sin`` [batch, rope_dim], rotating the first
-``rope_heads`` heads of ``rope_dim`` columns of each row (q | k of a merged projection);
+its RMS norm); ``layernorm_cat`` ``out_norm_w``, ``out_norm_b`` [n] with ``eps`` (the
+same with a LayerNorm); ``rope`` ``cos``, ``sin`` [batch, rope_rot], rotating the first
+``rope_heads`` heads of ``rope_dim`` columns of each row (q | k of a merged projection):
+the first ``rope_rot`` columns of each head (default all), rotate-half or neighbouring
+pairs (``rope_pairs="interleaved"``);
 ``argmax_cat`` none (one more column: each row's argmax, the logits' next token);
 ``qknorm`` ``q_norm_w``, ``k_norm_w`` [rope_dim] with ``qk_eps``: per-head RMS norms of the
 first ``qk_heads`` heads (q) and the next ``rope_heads - qk_heads`` (k), before ``rope``;
@@ -28,6 +31,7 @@ from ..program import Buffer
 __all__ = ["NO_EPILOGUE", "Epilogue"]
 
 _INPUTS = {"bias": ("b",), "add": ("r",), "rmsnorm_cat": ("out_norm_w",),
+           "layernorm_cat": ("out_norm_w", "out_norm_b"),
            "rmsnorm": ("post_norm_w",),
            "rope": ("cos", "sin"), "argmax_cat": (), "qknorm": ("q_norm_w", "k_norm_w"),
            **{a: () for a in ACTIVATIONS}, **{f"{a}_mul": () for a in ACTIVATIONS}}
@@ -38,12 +42,14 @@ class Epilogue:
     """Stages applied to a ``[batch, n]`` result, and their parameters."""
 
     stages: tuple[str, ...] = ()
-    eps: float = 1e-5  # rmsnorm_cat
+    eps: float = 1e-5  # rmsnorm_cat, layernorm_cat
     rope_heads: int = 0  # rope: heads rotated, from column 0
     rope_dim: int = 0  # rope: head dim (cos/sin width)
     post_eps: float = 1e-5  # rmsnorm (a post-norm)
     qk_heads: int = 0  # qknorm: q's heads (the rest of rope_heads are k's)
     qk_eps: float = 1e-6  # qknorm
+    rope_rot: int = 0  # rope: columns of each head rotated (0: all of rope_dim)
+    rope_pairs: str = "half"  # rope: "half" (rotate-half) or "interleaved"
 
     def __post_init__(self) -> None:
         bad = [st for st in self.stages if st not in EPILOGUES]
@@ -52,6 +58,11 @@ class Epilogue:
                                  f"(known: {', '.join(EPILOGUES)})")
         if "rope" in self.stages and min(self.rope_heads, self.rope_dim) < 1:
             raise AutoschedError("a rope epilogue needs rope_heads and rope_dim")
+        if "rope" in self.stages and (self.rope_pairs not in ("half", "interleaved") or
+                                      not 0 <= self.rope_rot <= self.rope_dim or
+                                      self.rope_rot % 2):
+            raise AutoschedError("a rope epilogue rotates an even number of columns up to "
+                                 "rope_dim, in half or interleaved pairs")
         if "qknorm" in self.stages and not 0 < self.qk_heads < self.rope_heads:
             raise AutoschedError("a qknorm epilogue needs 0 < qk_heads < rope_heads")
 
@@ -61,14 +72,20 @@ class Epilogue:
 
     def shapes(self, batch: int, n: int) -> tuple[tuple[int, ...], ...]:
         """Shapes of :meth:`inputs`."""
-        size = {"b": (n,), "out_norm_w": (n,), "post_norm_w": (n,), "r": (batch, n),
-                "cos": (batch, self.rope_dim), "sin": (batch, self.rope_dim),
+        size = {"b": (n,), "out_norm_w": (n,), "out_norm_b": (n,), "post_norm_w": (n,),
+                "r": (batch, n),
+                "cos": (batch, self.rot), "sin": (batch, self.rot),
                 "q_norm_w": (self.rope_dim,), "k_norm_w": (self.rope_dim,)}
         return tuple(size[b] for b in self.inputs())
 
+    @property
+    def rot(self) -> int:
+        """Columns of each head the rope stage rotates."""
+        return self.rope_rot or self.rope_dim
+
     def out_shape(self, batch: int, n: int) -> tuple[int, int]:
-        """The output's shape: ``[batch, n]``, halved by silu_mul, doubled by rmsnorm_cat,
-        one column more with argmax_cat."""
+        """The output's shape: ``[batch, n]``, halved by silu_mul, doubled by rmsnorm_cat
+        and layernorm_cat, one column more with argmax_cat."""
         for st in self.stages:
             n = grown_width(st, n)
         return batch, n
@@ -78,10 +95,14 @@ class Epilogue:
         if not self.stages:
             return ()
         out: tuple = (("epi", ",".join(self.stages)),)
-        if "rmsnorm_cat" in self.stages:
+        if "rmsnorm_cat" in self.stages or "layernorm_cat" in self.stages:
             out += (("eps", self.eps),)
         if "rope" in self.stages:
             out += (("rope_heads", self.rope_heads),)
+            if self.rot != self.rope_dim:
+                out += (("rope_d", self.rope_dim),)
+            if self.rope_pairs != "half":
+                out += (("pairs", self.rope_pairs),)
         if "rmsnorm" in self.stages:
             out += (("post_eps", self.post_eps),)
         if "qknorm" in self.stages:

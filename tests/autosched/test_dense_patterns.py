@@ -41,14 +41,62 @@ def test_no_op_is_left_on_the_host(tmp_path, arch: str) -> None:
     assert not [n.name for n in g.nodes if n.workload.op == "extern"]
 
 
-@pytest.mark.parametrize("arch", ["gemma2", "granite", "gpt_neox"])
+@pytest.mark.parametrize("arch", ["gemma2", "granite", "gpt_neox", "glm", "stablelm"])
 def test_fused_epilogues_match_generate(tmp_path, arch: str) -> None:
     """Gated tanh-GELU and post-norms in the residual epilogue (Gemma 2), multipliers
-    folded into the weights (Granite), packed per-head qkv merged back and fc1's GELU
-    after its bias (GPT-NeoX), under the full fusion plan."""
+    folded into the weights (Granite), packed per-head qkv merged back, its partial
+    rotary and fc1's GELU after its bias (GPT-NeoX), partial rotary of neighbouring pairs
+    (GLM), the residual's LayerNorm appended by the linear before it (StableLM), under
+    the full fusion plan."""
     from autosched.api import run_check
     from search_spaces.fusion import FULL_FUSION
 
     rep = run_check(str(tiny_checkpoint(arch, tmp_path / arch)), "aim-gddr6", steps=2,
                     fusion=dict(FULL_FUSION))
     assert rep.passed and rep.tokens_match
+
+
+@pytest.mark.parametrize("arch", ["phi", "stablelm", "gpt_neox", "glm"])
+def test_partial_and_interleaved_rotary_join_the_qkv_epilogue(tmp_path, arch: str) -> None:
+    """The rope of a partial rotary (and GLM's neighbouring pairs) leaves the graph for the
+    merged projection's epilogue, with the columns it turns and the model's own tables."""
+    from search_spaces.fusion import FULL_FUSION
+
+    folder = str(tiny_checkpoint(arch, tmp_path / arch))
+    _, unfused = model_graph(folder, context=8)
+    _, fused = model_graph(folder, context=8, fusion=dict(FULL_FUSION))
+    rope = next(n.workload for n in unfused if n.workload.op == "rope")
+    assert not [n for n in fused if n.workload.op == "rope"]
+    qkv = next(n for n in fused if n.role == "qkv_proj").workload
+    assert qkv.attr("epilogue") == "rope"
+    assert (qkv.attr("rope_rot"), qkv.attr("rope_pairs"), qkv.attr("rope_tables")) == (
+        rope.attr("rot"), rope.attr("pairs"), rope.attr("tables"))
+
+
+@pytest.mark.parametrize("arch", ["stablelm", "starcoder2", "olmo"])
+def test_a_layernorm_after_a_residual_joins_its_epilogue(tmp_path, arch: str) -> None:
+    """Sequential pre-LayerNorm blocks keep one LayerNorm, the embedding's: every later one
+    is appended by the linear whose residual sum it normalises (``add_layernorm``)."""
+    from search_spaces.fusion import FULL_FUSION
+
+    folder = str(tiny_checkpoint(arch, tmp_path / arch))
+    _, fused = model_graph(folder, context=8, fusion=dict(FULL_FUSION))
+    assert [n.name for n in fused if n.workload.op == "layernorm"] == ["l0.attn_norm"]
+    assert {n.workload.attr("epilogue") for n in fused if n.role in ("o_proj", "ffn_down")} \
+        == {"add_layernorm"}
+
+
+@pytest.mark.parametrize("arch", ["phi", "gpt_neox", "falcon"])
+def test_a_parallel_blocks_residual_is_added_by_its_linears(tmp_path, arch: str) -> None:
+    """``attn + mlp + x``: the MLP's last linear adds ``x``, ``o_proj`` adds that, and no
+    add is left on its own; one shared LayerNorm (Phi, Falcon) joins ``o_proj``'s
+    epilogue, GPT-NeoX's two stay nodes (an epilogue appends one norm)."""
+    from search_spaces.fusion import FULL_FUSION
+
+    folder = str(tiny_checkpoint(arch, tmp_path / arch))
+    _, fused = model_graph(folder, context=8, fusion=dict(FULL_FUSION))
+    assert not [n.name for n in fused if n.workload.op == "elementwise"
+                and n.workload.attr("fn") == "add"]
+    assert {n.workload.attr("epilogue") for n in fused if n.role == "ffn_down"} == {"add"}
+    last = {n.workload.attr("epilogue") for n in fused if n.role == "o_proj"}
+    assert last == ({"add", "add_layernorm"} if arch == "gpt_neox" else {"add_layernorm"})

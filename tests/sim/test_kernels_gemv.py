@@ -221,6 +221,48 @@ def test_norm_and_rope_epilogues_in_the_finishing_op(name):
         Epilogue(("rope",))
 
 
+def test_layernorm_epilogue_appends_the_sums_layernorm():
+    """``layernorm_cat`` writes the residual sum and its LayerNorm (scale and shift) side by
+    side in the finishing op (StableLM, StarCoder2, OLMo)."""
+    hw, n, k, batch = HW["aim-gddr6"], 96, 130, 2
+    x, w = int_data(n, k, batch, seed=7)
+    rng = np.random.default_rng(8)
+    r, nw, nb = (rng.normal(size=s).astype(np.float32) for s in ((batch, n), n, n))
+    kern = gemv(hw, n, k, batch, epilogue=Epilogue(("add", "layernorm_cat"), eps=1e-5))
+    assert kern.inputs == ("x", "r", "out_norm_w", "out_norm_b")
+    y = kern.run(hw, {"x": x, "W": w, "r": r, "out_norm_w": nw, "out_norm_b": nb})
+    z = x @ w.T + r
+    mu, var = z.mean(axis=1, keepdims=True), z.var(axis=1, keepdims=True)
+    want = np.concatenate([z, (z - mu) / np.sqrt(var + 1e-5) * nw + nb], axis=1)
+    np.testing.assert_allclose(y, want, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("pairs", ["half", "interleaved"])
+def test_partial_rope_epilogue_rotates_the_first_columns_of_each_head(pairs):
+    """With ``rope_rot`` < ``rope_dim`` only the first columns of each rotated head turn
+    (Phi, GPT-NeoX, GLM), in halves or neighbouring pairs; the rest of each head and the
+    heads after ``rope_heads`` pass unchanged."""
+    hw, n, k, batch, d, rot, heads = HW["aim-gddr6"], 96, 64, 2, 16, 6, 4
+    x, w = int_data(n, k, batch, seed=5)
+    rng = np.random.default_rng(6)
+    cos, sin = (rng.uniform(-1, 1, (batch, rot)).astype(np.float32) for _ in range(2))
+    epi = Epilogue(("rope",), rope_heads=heads, rope_dim=d, rope_rot=rot, rope_pairs=pairs)
+    kern = gemv(hw, n, k, batch, epilogue=epi)
+    assert [s.shape for s in map(np.empty, epi.shapes(batch, n))] == [(batch, rot)] * 2
+    y = kern.run(hw, {"x": x, "W": w, "cos": cos, "sin": sin}).reshape(batch, n // d, d)
+    z = (x @ w.T).reshape(batch, n // d, d)
+    part = z[:, :heads, :rot]
+    if pairs == "half":
+        turned = np.concatenate([-part[..., rot // 2:], part[..., : rot // 2]], axis=-1)
+    else:
+        turned = np.stack([-part[..., 1::2], part[..., 0::2]], axis=-1).reshape(part.shape)
+    want = z.copy()
+    want[:, :heads, :rot] = part * cos[:, None] + turned * sin[:, None]
+    np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-5)
+    with pytest.raises(AutoschedError, match="even number"):
+        Epilogue(("rope",), rope_heads=heads, rope_dim=d, rope_rot=5)
+
+
 @pytest.mark.parametrize("name", ["hbm-pim", "aim-gddr6"])
 def test_argmax_epilogue_appends_the_token_after_the_logits(name):
     """``argmax_cat`` keeps the logits and adds each row's argmax as one more column, in

@@ -11,8 +11,11 @@ __all__ = ["EPILOGUES", "RESIDUAL_EPILOGUES", "gemv_attrs", "has_stage"]
 # workload attr ``epilogue`` -> the stages of ``sim.host_epilogue.EPILOGUES`` it runs (after a
 # ``bias`` stage when attr ``bias=1``): ``add_rmsnorm`` adds the residual ``r`` and also
 # writes the sum's RMS norm (attr ``out_eps``, constant ``out_norm_w`` [n]) beside it,
-# output [m, 2n] = residual | normalised; ``rope`` rotates the first attr ``rope_heads``
-# heads of attr ``rope_d`` columns (constants ``cos``, ``sin`` [m, rope_d]); ``argmax``
+# output [m, 2n] = residual | normalised; ``add_layernorm`` the same with a LayerNorm
+# (constants ``out_norm_w``, ``out_norm_b`` [n]); ``rope`` rotates the first attr ``rope_heads``
+# heads of attr ``rope_d`` columns (constants ``cos``, ``sin`` [m, r]): the first
+# ``r`` = attr ``rope_rot`` (default ``rope_d``: partial rotary) of each head, pairs the
+# halves of those or neighbours (attr ``rope_pairs="interleaved"``); ``argmax``
 # appends each row's argmax, output [m, n + 1] = logits | next token; ``norm_add``
 # (``norm_add_rmsnorm``) first normalises the output by a post-norm (attr ``post_eps``,
 # constant ``post_norm_w`` [n]: Gemma 2/3, OLMo 2), then as ``add``; an activation
@@ -23,6 +26,7 @@ __all__ = ["EPILOGUES", "RESIDUAL_EPILOGUES", "gemv_attrs", "has_stage"]
 # ``qk_eps``: Qwen3, Gemma 3, OLMo 2's per-head form), then as ``rope``
 EPILOGUES: dict[str, tuple[str, ...]] = {
     "": (), "add": ("add",), "add_rmsnorm": ("add", "rmsnorm_cat"), "rope": ("rope",),
+    "add_layernorm": ("add", "layernorm_cat"),
     "qknorm_rope": ("qknorm", "rope"),
     "norm_add": ("rmsnorm", "add"), "norm_add_rmsnorm": ("rmsnorm", "add", "rmsnorm_cat"),
     "argmax": ("argmax_cat",), **{a: (a,) for a in ACTIVATIONS},
@@ -30,7 +34,7 @@ EPILOGUES: dict[str, tuple[str, ...]] = {
 
 
 # the epilogues that add the residual input ``r``
-RESIDUAL_EPILOGUES = ("add", "add_rmsnorm", "norm_add", "norm_add_rmsnorm")
+RESIDUAL_EPILOGUES = ("add", "add_rmsnorm", "norm_add", "norm_add_rmsnorm", "add_layernorm")
 
 
 def has_stage(epi: object, stage: str) -> bool:
@@ -52,6 +56,10 @@ def gemv_attrs(w: Workload) -> tuple[bool, str, bool]:
         check(heads > 0 and d > 0 and d % 2 == 0 and heads * d <= w.dims["n"],
               f"epilogue {epi} needs attrs rope_heads and an even rope_d with rope_heads * "
               f"rope_d <= n={w.dims['n']}, got {heads} and {d}")
+        rot, pairs = int(w.attr("rope_rot", d)), w.attr("rope_pairs", "half")
+        check(0 < rot <= d and rot % 2 == 0 and pairs in ("half", "interleaved"),
+              f"epilogue {epi} rotates an even rope_rot <= rope_d={d} columns of each head "
+              f"in half or interleaved pairs, got {rot} and {pairs!r}")
     if has_stage(epi, "qknorm"):
         qh = int(w.attr("qk_heads", 0))
         check(0 < qh < int(w.attr("rope_heads", 0)),

@@ -22,7 +22,8 @@ from sim.hardware import Hardware
 from sim.kernels import Kernel
 
 from ..base import Family, Option
-from ..common import activate, gated, head_split, joined, norm_weight, rms_norm, rope_tables, rotate
+from ..common import activate, gated, head_split, joined, layer_norm, norm_weight, rms_norm
+from ..pointwise.families import rope_constants, rope_reference
 from . import fit, fusion
 from .attrs import RESIDUAL_EPILOGUES, gemv_attrs, has_stage
 from .formats import dequant_site, format_device, format_of, format_terms, tag_format
@@ -120,8 +121,10 @@ class GemvFamily(Family):
 
     # ---- graph ---------------------------------------------------------------------
     def writes_norm(self, workload: Workload) -> bool:
-        """Its output is the residual sum, then that sum's RMS norm (``add_rmsnorm``)."""
-        return has_stage(workload.attr("epilogue"), "rmsnorm_cat")
+        """Its output is the residual sum, then that sum's RMS norm (``add_rmsnorm``) or
+        LayerNorm (``add_layernorm``)."""
+        epi = workload.attr("epilogue")
+        return has_stage(epi, "rmsnorm_cat") or has_stage(epi, "layernorm_cat")
 
     def output_width(self, workload: Workload) -> int:
         n, epi = workload.dims["n"], workload.attr("epilogue")
@@ -166,13 +169,18 @@ class GemvFamily(Family):
         if w.attr("prologue") == "rmsnorm":
             out["norm_w"] = norm_weight(source, node, "norm_w", w.dims["k"])
         if has_stage(w.attr("epilogue"), "rope"):
-            out["cos"], out["sin"] = rope_tables(source, node, positions,
-                                                 int(w.attr("rope_d")))
+            out["cos"], out["sin"] = rope_constants(
+                source, node, positions, int(w.attr("rope_rot", w.attr("rope_d"))),
+                w.attr("rope_tables"))
         if has_stage(w.attr("epilogue"), "qknorm"):
             for name in ("q_norm_w", "k_norm_w"):
                 out[name] = norm_weight(source, node, name, int(w.attr("rope_d")))
         if self.writes_norm(w):
             out["out_norm_w"] = norm_weight(source, node, "out_norm_w", w.dims["n"])
+        if has_stage(w.attr("epilogue"), "layernorm_cat"):
+            name = node.param("out_norm_b")
+            out["out_norm_b"] = source.get(name).reshape(-1) if name else \
+                np.zeros(w.dims["n"], np.float32)
         if has_stage(w.attr("epilogue"), "rmsnorm"):
             out["post_norm_w"] = norm_weight(source, node, "post_norm_w", w.dims["n"])
         return out
@@ -191,14 +199,15 @@ class GemvFamily(Family):
             z = z + ops["r"]
         if self.writes_norm(w):
             eps = float(w.attr("out_eps", DEFAULT_EPS))
-            z = np.concatenate([z, rms_norm(z, tensors["out_norm_w"], eps)], axis=1)
+            norm = layer_norm(z, tensors["out_norm_w"], tensors["out_norm_b"], eps) \
+                if has_stage(epi, "layernorm_cat") else rms_norm(z, tensors["out_norm_w"], eps)
+            z = np.concatenate([z, norm], axis=1)
         elif gated(epi) or epi in ACTIVATIONS:
             z = activate(epi, z)
         elif epi == "argmax":
             z = np.concatenate([z, np.argmax(z, axis=-1).astype(np.float64)[:, None]], axis=1)
         elif has_stage(epi, "rope"):
             heads, d = int(w.attr("rope_heads")), int(w.attr("rope_d"))
-            cos, sin = env.tables(d)
             m = z.shape[0]
             head = z[:, :heads * d].reshape(m, heads, d)
             if has_stage(epi, "qknorm"):
@@ -206,6 +215,7 @@ class GemvFamily(Family):
                 head = np.concatenate([rms_norm(head[:, :qh], tensors["q_norm_w"], eps),
                                        rms_norm(head[:, qh:], tensors["k_norm_w"], eps)],
                                       axis=1)
-            z = np.concatenate([rotate(head, cos, sin).reshape(m, -1), z[:, heads * d:]],
-                               axis=1)
+            head = rope_reference(head, env, int(w.attr("rope_rot", d)),
+                                  str(w.attr("rope_pairs", "half")))
+            z = np.concatenate([head.reshape(m, -1), z[:, heads * d:]], axis=1)
         return z

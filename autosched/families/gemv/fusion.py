@@ -8,7 +8,8 @@ merged linears are named ``l{i}.qkv_proj`` / ``l{i}.gate_up`` (roles ``qkv_proj`
 (and the embedding) keep their name and role with new attrs (``prologue``, ``eps``,
 ``epilogue``, ``out_eps``), removed nodes' consumers read the node that replaced them.
 ``fuse_weights`` gives the weights of the fused graph (merged ``W``/``b`` concatenated in
-q|k|v and gate|up order, ``norm_w`` / ``out_norm_w`` from the absorbed norm's ``w``).
+q|k|v and gate|up order, ``norm_w`` / ``out_norm_w`` from the absorbed norm's ``w``, and
+``out_norm_b`` from its ``b`` where a LayerNorm is appended: ``add_layernorm``).
 
 Beyond the plan's names: ``silu_mul_epilogue`` gates ``gate_up`` by whichever activation
 the MLP uses (``{act}_mul``: SiLU, GELU, ReLU) and gives a non-gated ``fc1`` its
@@ -16,7 +17,11 @@ activation as its epilogue (after its bias); ``residual_epilogue`` first folds a
 scale of a linear's output (Granite's residual and logit multipliers, Cohere's logit
 scale) into its weights (``W`` and ``b`` named ``name@s=c``: :mod:`autosched.ir.derived`),
 and takes a post-norm between the linear and the add (Gemma 2/3, OLMo 2) into the same
-epilogue (``norm_add``, ``norm_add_rmsnorm``: constant ``post_norm_w``, attr ``post_eps``).
+epilogue (``norm_add``, ``norm_add_rmsnorm``: constant ``post_norm_w``, attr ``post_eps``);
+a parallel block's ``(attn + mlp) + x`` becomes ``attn + (mlp + x)``, added by the MLP's
+last linear and then ``o_proj``; ``norm_epilogue`` appends an RMSNorm or a whole-row
+LayerNorm (``add_layernorm``). ``rope_epilogue`` takes partial and interleaved rotary
+too (attrs ``rope_rot``, ``rope_pairs``, ``rope_tables``: the rope's own tables).
 """
 
 from __future__ import annotations
@@ -193,10 +198,8 @@ def _rope(st: _State) -> None:
             lin, qn, kn = norms
             _rope_into(st, r, lin, "qknorm_rope", (qn, kn))
             continue
-        if lin is None or lin.role != "qkv_proj" or r.workload.attr("rot") or \
-                r.workload.attr("pairs"):
-            continue  # q and k reach it through other ops, or a rotary the epilogue does
-            # not compute (partial, neighbouring pairs): the rope stays
+        if lin is None or lin.role != "qkv_proj":
+            continue  # q and k reach it through other ops: the rope stays
         _rope_into(st, r, lin, "rope", ())
 
 
@@ -210,9 +213,12 @@ def _rope_into(st: _State, r: OpNode, lin: OpNode, epi: str, norms: tuple[OpNode
         raise FusionError(f"{r.name}: rope_epilogue needs a rope reading q | k of a merged "
                           "qkv_proj with no epilogue, read by attention only")
     params, attrs = dict(lin.params), {"epilogue": epi, "rope_heads": d["h"], "rope_d": d["d"]}
-    for k in ("rotary", "rotary_kind"):
-        if r.param(k):
-            params[k] = r.param(k)
+    for k in ("rot", "pairs", "tables"):  # partial, interleaved, tables from the graph
+        if r.workload.attr(k) is not None:
+            attrs[f"rope_{k}"] = r.workload.attr(k)
+    for k, name in r.params:
+        if k in ("rotary", "rotary_kind") or k[:1] == "t" and k[1:].isdigit():
+            params[k] = name
     if norms:
         qn, kn = norms
         attrs["qk_heads"] = _rows(qn.workload) // d["m"]
@@ -270,11 +276,36 @@ def _residual(st: _State) -> None:
         st.rewire({add.name: lin.name})
 
 
+def _parallel_residual(st: _State) -> None:
+    """``(attn + mlp) + x`` of a parallel block (Phi, GPT-NeoX, Falcon), once ``o_proj``
+    adds the MLP's output: the MLP's last linear adds the residual ``x`` instead, so the
+    sum leaves ``o_proj`` whole and the add node goes (re-associated: the same sum in
+    another order)."""
+    named = {n.name: n for n in st.nodes}
+    for lin in [n for n in st.nodes if n.role == "o_proj"
+                and n.workload.attr("epilogue") == "add"]:
+        mlp, users = named.get(lin.inputs[1]), st.consumers(lin.name)
+        add = users[0] if len(users) == 1 else None
+        if mlp is None or add is None or mlp.workload.op not in _LINEAR or \
+                mlp.workload.attr("epilogue") or st.consumers(mlp.name) != [lin] or \
+                add.workload.op != "elementwise" or add.workload.attr("fn") != "add" or \
+                len(add.inputs) != 2 or _rows(add.workload) != _rows(lin.workload) or \
+                _rows(mlp.workload) != _rows(lin.workload):
+            continue
+        res = next((i for i in add.inputs if i != lin.name), None)
+        if res is None or res == mlp.name:
+            continue
+        st.swap(mlp, dataclasses.replace(mlp, workload=_with(mlp.workload, epilogue="add"),
+                                         inputs=(mlp.inputs[0], res)))
+        st.swap(add, None)
+        st.rewire({add.name: lin.name})
+
+
 def _norm_epilogue(st: _State) -> None:
     for lin in [n for n in st.nodes if n.workload.attr("epilogue") in ("add", "norm_add")
                 or (n.workload.op == "embedding" and not n.workload.attr("epilogue"))]:
         users = st.consumers(lin.name)
-        norms = [u for u in users if u.workload.op == "rmsnorm"]
+        norms = [u for u in users if u.workload.op == "rmsnorm" or _layer_norm(u, lin)]
         if len(norms) != 1 or _rows(norms[0].workload) != _rows(lin.workload):
             continue
         r = norms[0]
@@ -289,16 +320,23 @@ def _norm_epilogue(st: _State) -> None:
             continue  # the sum must reach linears' x only through the norm, others' r only
         eps = float(r.workload.attr("eps", DEFAULT_EPS))
         params = dict(lin.params)
-        if r.param("w"):
-            params["out_norm_w"] = r.param("w")
+        for k in ("w", "b"):
+            if r.param(k):
+                params[f"out_norm_{k}"] = r.param(k)
         st.out_norm[lin.name] = r.name
         epi = "rmsnorm" if lin.workload.op == "embedding" else \
-            f"{lin.workload.attr('epilogue')}_rmsnorm"
+            f"{lin.workload.attr('epilogue')}_{r.workload.op}"
         st.swap(lin, dataclasses.replace(
             lin, workload=_with(lin.workload, epilogue=epi, out_eps=eps),
             params=tuple(sorted(params.items()))))
         st.swap(r, None)
         st.rewire({r.name: lin.name})
+
+
+def _layer_norm(u: OpNode, lin: OpNode) -> bool:
+    """Whether ``u`` is a whole-row LayerNorm an ``add`` epilogue of ``lin`` can append."""
+    return u.workload.op == "layernorm" and int(u.workload.attr("heads", 1)) == 1 and \
+        lin.workload.attr("epilogue") == "add"
 
 
 def _argmax(st: _State) -> None:
@@ -346,6 +384,7 @@ def _fuse(graph: OpGraph, plan: dict) -> _State:
     if plan["residual_epilogue"]:
         _scales(st)
         _residual(st)
+        _parallel_residual(st)
         if plan["norm_epilogue"]:
             _norm_epilogue(st)
     if plan["norm_into_linear"]:
@@ -378,6 +417,8 @@ def fuse_weights(graph: OpGraph, plan: dict,
             t["norm_w"] = weights[st.norm[n.name]]["w"]
         if n.name in st.out_norm:
             t["out_norm_w"] = weights[st.out_norm[n.name]]["w"]
+            if "b" in weights[st.out_norm[n.name]]:
+                t["out_norm_b"] = weights[st.out_norm[n.name]]["b"]
         if n.name in st.post_norm:
             t["post_norm_w"] = weights[st.post_norm[n.name]]["w"]
         if t:

@@ -12,9 +12,11 @@ workload's attrs (names as the whole-model compiler binds them):
 * ``bias=1`` (constant ``b`` [n]), ``epilogue="add"`` (input ``r`` [m, n]),
   ``epilogue="silu_mul"`` (output ``[m, n/2]``), ``epilogue="add_rmsnorm"`` (input ``r``,
   constant ``out_norm_w`` [n], attr ``out_eps``; output ``[m, 2n]``: the sum, then its
-  RMS norm), ``epilogue="rope"`` (constants ``cos``, ``sin`` [m, rope_d]; attrs
-  ``rope_heads``, ``rope_d``: q | k rotated in place; ``qknorm_rope`` normalises each head
-  first, constants ``q_norm_w``, ``k_norm_w`` [rope_d]), ``epilogue="argmax"`` (output
+  RMS norm; ``add_layernorm`` the same with a LayerNorm, constant ``out_norm_b`` too),
+  ``epilogue="rope"`` (constants ``cos``, ``sin`` [m, rope_rot]; attrs ``rope_heads``,
+  ``rope_d``, optional ``rope_rot`` and ``rope_pairs``: q | k rotated in place;
+  ``qknorm_rope`` normalises each head first, constants ``q_norm_w``, ``k_norm_w``
+  [rope_d]), ``epilogue="argmax"`` (output
   ``[m, n + 1]``: the logits, then each row's argmax) run in that order inside the core's one
   host op that finishes the result (the PIM reduction with its padding stripped, or the
   host multiply): one dispatch per GEMV.
@@ -73,7 +75,8 @@ def gemv_kernel(workload: Workload, point: dict, hw: Hardware) -> Kernel:
                     float(workload.attr("out_eps", 1e-5)),
                     int(workload.attr("rope_heads", 0)), int(workload.attr("rope_d", 0)),
                     float(workload.attr("post_eps", 1e-5)), int(workload.attr("qk_heads", 0)),
-                    float(workload.attr("qk_eps", 1e-6)))
+                    float(workload.attr("qk_eps", 1e-6)), int(workload.attr("rope_rot", 0)),
+                    str(workload.attr("rope_pairs", "half")))
     if point["placement"] == "pim":
         core = gemv(hw, n, k, m, point_opts(point), epilogue=tail)
     elif point["placement"] == "host":

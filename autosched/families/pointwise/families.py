@@ -29,7 +29,8 @@ from .bound import pointwise_bound
 from .kernels import binary, fn_attrs, one_host_op, pim_kernel, shapes_of
 
 __all__ = ["BUFFER", "POINTWISE", "POSITIONS", "ArgmaxFamily", "ElementwiseFamily",
-           "EmbeddingFamily", "ExternFamily", "RmsNormFamily", "RopeFamily"]
+           "EmbeddingFamily", "ExternFamily", "RmsNormFamily", "RopeFamily", "rope_constants",
+           "rope_reference"]
 
 Arr = np.ndarray
 
@@ -128,31 +129,45 @@ class RopeFamily(_Pointwise):
 
     def constants(self, source: Any, node: Any, positions: Arr) -> dict[str, Arr]:
         w = node.workload
-        key = w.attr("tables")
-        if key:
-            from .fallback import tables_of
-
-            leaves = [name for local, name in sorted(node.params) if local[1:].isdigit()
-                      and local[0] == "t"]
-            cos, sin = tables_of(str(key), [_constant(source, n, positions) for n in leaves])
-        else:
-            cos, sin = rope_tables(source, node, positions, int(w.attr("rot", w.dims["d"])))
+        cos, sin = rope_constants(source, node, positions, int(w.attr("rot", w.dims["d"])),
+                                  w.attr("tables"))
         return {"cos": cos, "sin": sin}
 
     def reference(self, node, ops, tensors, env) -> Arr:
         w = node.workload
         m, h, d = (w.dims[k] for k in ("m", "h", "d"))
-        r = int(w.attr("rot", d))
-        cos, sin = env.tables(r)
         x = ops["x"].reshape(m, h, d)
-        head = x[..., :r]
-        if w.attr("pairs") == "interleaved":  # the same frequencies, on neighbouring pairs
-            cos, sin = (np.repeat(t[:, : r // 2], 2, axis=1) for t in (cos, sin))
-            rot = np.stack([-head[..., 1::2], head[..., 0::2]], axis=-1).reshape(head.shape)
-            head = head * cos[:, None] + rot * sin[:, None]
-        else:
-            head = rotate(head, cos, sin)
-        return np.concatenate([head, x[..., r:]], axis=-1).reshape(m, h * d)
+        return rope_reference(x, env, int(w.attr("rot", d)), str(w.attr("pairs", "half"))
+                              ).reshape(m, h * d)
+
+
+def rope_constants(source: Any, node: Any, positions: Arr, rot: int,
+                   key: object = None) -> tuple[Arr, Arr]:
+    """cos, sin ``[len(positions), rot]`` of a rope over ``rot`` columns of each head:
+    recomputed as the model's graph computes them where the capture recorded that
+    (table function ``key``, its constants the node's ``t0``, ``t1``... in order), else
+    from the node's rotary module (:func:`~..common.rope_tables`)."""
+    if not key:
+        return rope_tables(source, node, positions, rot)
+    from .fallback import tables_of
+
+    leaves = sorted(((int(local[1:]), name) for local, name in node.params
+                     if local[:1] == "t" and local[1:].isdigit()))
+    return tables_of(str(key), [_constant(source, n, positions) for _, n in leaves])
+
+
+def rope_reference(x: Arr, env: Any, rot: int, pairs: str) -> Arr:
+    """float64 rope of ``x`` [rows, heads, d]: the first ``rot`` columns of each head by
+    the step's tables, rotate-half or neighbouring ``pairs`` (the same frequencies)."""
+    cos, sin = env.tables(rot)
+    head = x[..., :rot]
+    if pairs == "interleaved":
+        cos, sin = (np.repeat(t[:, : rot // 2], 2, axis=1) for t in (cos, sin))
+        rot_x = np.stack([-head[..., 1::2], head[..., 0::2]], axis=-1).reshape(head.shape)
+        head = head * cos[:, None] + rot_x * sin[:, None]
+    else:
+        head = rotate(head, cos, sin)
+    return np.concatenate([head, x[..., rot:]], axis=-1)
 
 
 _FNS = {"add": lambda a, b: a + b, "mul": lambda a, b: a * b}
