@@ -31,7 +31,7 @@ from .errors import ProgramError
 from .isa import HostOp
 
 __all__ = ["EPILOGUES", "apply", "flops", "grown_width", "layer_norm", "own_width", "rms",
-           "stages"]
+           "rotary", "stages"]
 
 Arr = np.ndarray
 
@@ -85,20 +85,26 @@ def layer_norm(x: Arr, w: Arr, b: Arr, eps: float) -> Arr:
     return (x - mu) / np.sqrt(var + eps) * w + b
 
 
+def rotary(x: Arr, cos: Arr, sin: Arr, pairs: str = "half") -> Arr:
+    """``x`` [..., d] with its first ``r`` columns rotated by ``cos``/``sin`` [..., r]
+    (broadcast), the rest passed: pairs the two halves of those columns (``half``,
+    rotate-half) or neighbours ``2i, 2i+1`` (``interleaved``)."""
+    r = cos.shape[-1]
+    head = x[..., :r]
+    if pairs == "interleaved":
+        rot = np.stack([-head[..., 1::2], head[..., 0::2]], axis=-1).reshape(head.shape)
+    else:
+        rot = np.concatenate([-head[..., r // 2:], head[..., : r // 2]], axis=-1)
+    return np.concatenate([head * cos + rot * sin, x[..., r:]], axis=-1)
+
+
 def _rope_cols(x: Arr, cos: Arr, sin: Arr, heads: int, d: int, pairs: str) -> Arr:
     """``x`` [rows, w] with its first ``heads`` heads of ``d`` columns rotated by the
-    rows' ``cos``/``sin`` [rows, r]: the first ``r`` columns of each head, rotate-half or
-    neighbouring ``pairs`` (as the ``rope`` op)."""
-    r = cos.shape[-1]
-    c, s = cos.reshape(-1, 1, r), sin.reshape(-1, 1, r)
-    head = x[:, : heads * d].reshape(x.shape[0], heads, d)
-    part = head[..., :r]
-    if pairs == "interleaved":
-        rot = np.stack([-part[..., 1::2], part[..., 0::2]], axis=-1).reshape(part.shape)
-    else:
-        rot = np.concatenate([-part[..., r // 2:], part[..., : r // 2]], axis=-1)
-    head = np.concatenate([part * c + rot * s, head[..., r:]], axis=-1)
-    return np.concatenate([head.reshape(x.shape[0], -1), x[:, heads * d:]], axis=1)
+    rows' ``cos``/``sin`` [rows, r] (:func:`rotary`, as the ``rope`` op)."""
+    rows, r = x.shape[0], cos.shape[-1]
+    head = x[:, : heads * d].reshape(rows, heads, d)
+    head = rotary(head, cos.reshape(-1, 1, r), sin.reshape(-1, 1, r), pairs)
+    return np.concatenate([head.reshape(rows, -1), x[:, heads * d:]], axis=1)
 
 
 def _qk_norms(x: Arr, wq: Arr, wk: Arr, qh: int, heads: int, eps: float) -> Arr:

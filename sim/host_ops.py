@@ -18,7 +18,7 @@ import numpy as np
 from .activations import gelu_erf, gelu_tanh, silu
 from .errors import ProgramError
 from .hardware import DTYPE_BYTES
-from .host_epilogue import EPILOGUES, apply, flops, own_width, rms, stages
+from .host_epilogue import EPILOGUES, apply, flops, layer_norm, own_width, rms, rotary, stages
 from .isa import HostOp
 
 __all__ = ["HOST_OPS", "HostOpSpec", "arity", "cost", "register_extern", "run"]
@@ -38,12 +38,10 @@ def _rmsnorm(op: HostOp, x: Arr, w: Arr) -> Arr:
 def _layernorm(op: HostOp, x: Arr, w: Arr, b: Arr) -> Arr:
     """LayerNorm over the last axis; ``w`` and ``b`` of ``heads * n`` values (attr
     ``heads``, default 1) give row ``r`` the scale and shift of head ``r % heads``."""
-    eps = float(op.attr("eps", 1e-5))
-    mu = np.mean(x, axis=-1, keepdims=True)
-    var = np.mean((x - mu) ** 2, axis=-1, keepdims=True)
     heads, n = int(op.attr("heads", 1)), x.shape[-1]
-    y = ((x - mu) / np.sqrt(var + eps)).reshape(-1, heads, n)
-    return (y * w.reshape(heads, n) + b.reshape(heads, n)).reshape(x.shape)
+    y = layer_norm(x.reshape(-1, heads, n), w.reshape(heads, n), b.reshape(heads, n),
+                   float(op.attr("eps", 1e-5)))
+    return y.reshape(x.shape)
 
 
 def _softmax(op: HostOp, x: Arr) -> Arr:
@@ -90,13 +88,7 @@ def _rope(op: HostOp, x: Arr, cos: Arr, sin: Arr) -> Arr:
     """Rotary embedding of x [..., head_dim] by cos/sin [..., r]: the first ``r`` columns
     of each head rotate (partial rotary), the rest pass; pairs are the two halves of those
     columns (rotate-half), or neighbours ``2i, 2i+1`` with attr ``pairs="interleaved"``."""
-    r = cos.shape[-1]
-    head, rest = x[..., :r], x[..., r:]
-    if str(op.attr("pairs", "half")) == "interleaved":
-        rot = np.stack([-head[..., 1::2], head[..., 0::2]], axis=-1).reshape(head.shape)
-    else:
-        rot = np.concatenate([-head[..., r // 2:], head[..., : r // 2]], axis=-1)
-    return np.concatenate([head * cos + rot * sin, rest], axis=-1)
+    return rotary(x, cos, sin, str(op.attr("pairs", "half")))
 
 
 def _pad_cols(op: HostOp, x: Arr) -> Arr:

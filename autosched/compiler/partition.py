@@ -144,8 +144,7 @@ def shard_graph(graph: OpGraph, tp: int, roles: frozenset[str] | None = None) ->
         if n.role not in roles:
             nodes.append(n)
             continue
-        if n.role in REDUCED and w.attr("epilogue") in ("add", "add_rmsnorm", "norm_add",
-                                                          "norm_add_rmsnorm", "add_layernorm"):
+        if n.role in REDUCED and "r" in family_of(w).operand_names(n):  # adds a residual
             raise AutoschedError(f"{n.name}: a residual fused into {n.role} would be added on "
                                  "every tensor-parallel device; compile without "
                                  "residual_epilogue")

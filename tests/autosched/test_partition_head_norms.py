@@ -34,3 +34,17 @@ def test_norm_that_cannot_split_is_refused(model_type: str, what: str, tmp_path)
     graph = _graph(model_type, tmp_path)
     with pytest.raises(AutoschedError, match=f"{what} q_norm does not split"):
         shard_graph(graph, 2)
+
+
+@pytest.mark.parametrize("model_type", ["stablelm", "phi"])
+def test_a_residual_fused_into_a_reduced_projection_is_refused(model_type, tmp_path) -> None:
+    """Every residual epilogue counts (``add_layernorm``, and a parallel block's MLP
+    down projection that adds ``x``): each device would add the residual to its part."""
+    from search_spaces.fusion import FULL_FUSION
+
+    cfg = tiny_config(model_type)
+    cfg.vocab_size = 128
+    cfg.save_pretrained(tmp_path)
+    graph = model_graph(str(tmp_path / "config.json"), context=8, fusion=dict(FULL_FUSION))[1]
+    with pytest.raises(AutoschedError, match="a residual fused into (o_proj|ffn_down)"):
+        shard_graph(graph, 2)

@@ -27,70 +27,29 @@ too (attrs ``rope_rot``, ``rope_pairs``, ``rope_tables``: the rope's own tables)
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
 
 import numpy as np
 
 from autosched.ir import FusionError, OpGraph, OpNode
-from autosched.ir.derived import derived
-from search_spaces import Workload
 from search_spaces.pointwise import ACTIVATION_FNS, DEFAULT_EPS
 
+from ..pointwise.families import is_table_leaf
+from .fusion_residual import norm_epilogue, parallel_residual, residual, scales
+from .fusion_state import LINEAR, FusionState, rows_of, with_attrs
+
 __all__ = ["fuse", "fuse_weights"]
-
-_LINEAR = ("gemv", "gemm")
-
-
-def _rows(w: Workload) -> int:
-    from ..registry import family_of
-
-    return family_of(w).rows(w)
-
-
-@dataclass
-class _State:
-    nodes: list[OpNode]
-    origin: dict[str, tuple[str, ...]]  # linear node -> original nodes whose W it stacks
-    norm: dict[str, str]  # node with a prologue -> the norm node it absorbed
-    out_norm: dict[str, str] = dataclasses.field(default_factory=dict)  # same, epilogue
-    scale: dict[str, float] = dataclasses.field(default_factory=dict)  # linear -> its W scale
-    post_norm: dict[str, str] = dataclasses.field(default_factory=dict)  # its post-norm
-
-    def consumers(self, name: str) -> list[OpNode]:
-        return [n for n in self.nodes if name in n.inputs]
-
-    def rewire(self, mapping: dict[str, str]) -> None:
-        out = []
-        for n in self.nodes:
-            ins: list[str] = []
-            for i in n.inputs:
-                j = mapping.get(i, i)
-                if j == i or j not in ins:
-                    ins.append(j)
-            out.append(dataclasses.replace(n, inputs=tuple(ins)))
-        self.nodes = out
-
-    def swap(self, old: OpNode, new: OpNode | None) -> None:
-        i = self.nodes.index(old)
-        self.nodes[i:i + 1] = [] if new is None else [new]
-
-
-def _with(w: Workload, inputs_dims: dict | None = None, **attrs: object) -> Workload:
-    return Workload.make(w.op, w.dtype, {**dict(w.attrs), **attrs} or None,
-                         **{**w.dims, **(inputs_dims or {})})
-
 
 # the roles that find their part of a merged output (``operands``)
 _PART_READERS = ("q_norm", "k_norm", "ffn_silu", "ffn_act", "ffn_mul")
 
 
-def _reads_parts(st: _State, node: OpNode) -> bool:
+def _reads_parts(st: FusionState, node: OpNode) -> bool:
     """Whether every consumer of ``node`` would read its part of a merged output."""
     return all(u.workload.op in ("rope", "attention") and u.role != "rotary"
                or u.role in _PART_READERS for u in st.consumers(node.name))
 
 
-def _merge(st: _State, roles: tuple[str, ...], role: str) -> None:
+def _merge(st: FusionState, roles: tuple[str, ...], role: str) -> None:
     for layer in sorted({n.layer for n in st.nodes if n.role == roles[0]}, key=str):
         parts = [next((n for n in st.nodes if n.role == r and n.layer == layer), None)
                  for r in roles]
@@ -101,7 +60,7 @@ def _merge(st: _State, roles: tuple[str, ...], role: str) -> None:
                    and (p.workload.dtype, p.workload.attrs) == (w0.dtype, w0.attrs)
                    and p.workload.dims["k"] == w0.dims["k"]
                    and p.workload.dims["m"] == w0.dims["m"] for p in parts)
-        if not same or w0.op not in _LINEAR:
+        if not same or w0.op not in LINEAR:
             raise FusionError(f"cannot merge {[p.name for p in parts]} into {role}: they need "
                               "the same input, family, m, k, dtype and attrs")
         name = role if layer is None else f"l{layer}.{role}"
@@ -109,7 +68,7 @@ def _merge(st: _State, roles: tuple[str, ...], role: str) -> None:
         st.origin[name] = sum((st.origin.get(p.name, (p.name,)) for p in parts), ())
         joined = {k: "|".join(p.param(k) or "" for p in parts) for k in ("W", "b")
                   if parts[0].param(k)}
-        st.swap(parts[0], OpNode(name, _with(w0, {"n": n}), parts[0].inputs, layer, role,
+        st.swap(parts[0], OpNode(name, with_attrs(w0, {"n": n}), parts[0].inputs, layer, role,
                                  tuple(sorted(joined.items()))))
         for p in parts[1:]:
             st.swap(p, None)
@@ -122,7 +81,7 @@ def _act_fn(node: OpNode) -> str | None:
     return fn if node.role in ("ffn_silu", "ffn_act") and fn in ACTIVATION_FNS else None
 
 
-def _silu_mul(st: _State) -> None:
+def _silu_mul(st: FusionState) -> None:
     for g in [n for n in st.nodes if n.role == "gate_up"]:
         users = st.consumers(g.name)
         act = next((u for u in users if _act_fn(u) and u.inputs == (g.name,)), None)
@@ -134,44 +93,27 @@ def _silu_mul(st: _State) -> None:
             raise FusionError(f"{g.name}: silu_mul_epilogue needs exactly act(gate) * up "
                               f"after it, found consumers {[u.name for u in users]}")
         epi = f"{_act_fn(act)}_mul"
-        st.swap(g, dataclasses.replace(g, workload=_with(g.workload, epilogue=epi)))
+        st.swap(g, dataclasses.replace(g, workload=with_attrs(g.workload, epilogue=epi)))
         st.swap(act, None)
         st.swap(mul, None)
         st.rewire({mul.name: g.name})
 
 
-def _act_epilogue(st: _State) -> None:
+def _act_epilogue(st: FusionState) -> None:
     """A non-gated ``fc1`` (``ffn_up`` read only by its activation) applies it."""
-    for lin in [n for n in st.nodes if n.role == "ffn_up" and n.workload.op in _LINEAR]:
+    for lin in [n for n in st.nodes if n.role == "ffn_up" and n.workload.op in LINEAR]:
         users = st.consumers(lin.name)
         if len(users) != 1 or not _act_fn(users[0]) or lin.workload.attr("epilogue") \
-                or _rows(users[0].workload) != _rows(lin.workload):
+                or rows_of(users[0].workload) != rows_of(lin.workload):
             continue
         act = users[0]
-        st.swap(lin, dataclasses.replace(lin, workload=_with(lin.workload,
+        st.swap(lin, dataclasses.replace(lin, workload=with_attrs(lin.workload,
                                                              epilogue=_act_fn(act))))
         st.swap(act, None)
         st.rewire({act.name: lin.name})
 
 
-def _scales(st: _State) -> None:
-    """A linear read only by ``x * c`` computes ``x (c W)^T + c b``: the scale node goes."""
-    for lin in [n for n in st.nodes if n.workload.op in _LINEAR]:
-        users = st.consumers(lin.name)
-        if len(users) != 1 or users[0].workload.op != "elementwise" or \
-                users[0].workload.attr("fn") != "scale" or lin.workload.attr("epilogue") \
-                or _rows(users[0].workload) != _rows(lin.workload):
-            continue
-        sc, alpha = users[0], float(users[0].workload.attr("alpha"))
-        params = {k: ("|".join(derived(p, scale=alpha) for p in v.split("|"))
-                      if k in ("W", "b") else v) for k, v in lin.params}
-        st.scale[lin.name] = st.scale.get(lin.name, 1.0) * alpha
-        st.swap(lin, dataclasses.replace(lin, params=tuple(sorted(params.items()))))
-        st.swap(sc, None)
-        st.rewire({sc.name: lin.name})
-
-
-def _head_norms(st: _State, r: OpNode) -> tuple[OpNode, OpNode, OpNode] | None:
+def _head_norms(st: FusionState, r: OpNode) -> tuple[OpNode, OpNode, OpNode] | None:
     """(qkv_proj, q_norm, k_norm) when rope ``r`` rotates the per-head RMS norms of q and k
     (Qwen3, Gemma 3), each read by ``r`` alone, computed from one merged qkv_proj."""
     named = {n.name: n for n in st.nodes}
@@ -190,7 +132,7 @@ def _head_norms(st: _State, r: OpNode) -> tuple[OpNode, OpNode, OpNode] | None:
     return (lin, qn, kn) if ok else None
 
 
-def _rope(st: _State) -> None:
+def _rope(st: FusionState) -> None:
     for r in [n for n in st.nodes if n.workload.op == "rope"]:
         lin = next((n for n in st.nodes if r.inputs == (n.name,)), None)
         norms = _head_norms(st, r) if lin is None else None
@@ -203,12 +145,12 @@ def _rope(st: _State) -> None:
         _rope_into(st, r, lin, "rope", ())
 
 
-def _rope_into(st: _State, r: OpNode, lin: OpNode, epi: str, norms: tuple[OpNode, ...]
+def _rope_into(st: FusionState, r: OpNode, lin: OpNode, epi: str, norms: tuple[OpNode, ...]
                ) -> None:
     """``lin`` takes rope ``r`` (and the head norms between them) as epilogue ``epi``."""
     d = r.workload.dims
     if (lin.workload.attr("epilogue")
-            or _rows(lin.workload) != d["m"] or d["h"] * d["d"] > lin.workload.dims["n"]
+            or rows_of(lin.workload) != d["m"] or d["h"] * d["d"] > lin.workload.dims["n"]
             or not all(u.workload.op == "attention" for u in st.consumers(r.name))):
         raise FusionError(f"{r.name}: rope_epilogue needs a rope reading q | k of a merged "
                           "qkv_proj with no epilogue, read by attention only")
@@ -217,144 +159,38 @@ def _rope_into(st: _State, r: OpNode, lin: OpNode, epi: str, norms: tuple[OpNode
         if r.workload.attr(k) is not None:
             attrs[f"rope_{k}"] = r.workload.attr(k)
     for k, name in r.params:
-        if k in ("rotary", "rotary_kind") or k[:1] == "t" and k[1:].isdigit():
+        if k in ("rotary", "rotary_kind") or is_table_leaf(k):
             params[k] = name
     if norms:
         qn, kn = norms
-        attrs["qk_heads"] = _rows(qn.workload) // d["m"]
+        attrs["qk_heads"] = rows_of(qn.workload) // d["m"]
         attrs["qk_eps"] = float(qn.workload.attr("eps", DEFAULT_EPS))
         for name, node in (("q_norm_w", qn), ("k_norm_w", kn)):
             if node.param("w"):
                 params[name] = node.param("w")
-    st.swap(lin, dataclasses.replace(lin, workload=_with(lin.workload, **attrs),
+    st.swap(lin, dataclasses.replace(lin, workload=with_attrs(lin.workload, **attrs),
                                      params=tuple(sorted(params.items()))))
     for x in (*norms, r):
         st.swap(x, None)
     st.rewire({x.name: lin.name for x in (*norms, r)})
 
 
-def _post_norm(st: _State, lin: OpNode) -> OpNode | None:
-    """The post-norm read only by one add that ``lin`` alone feeds (Gemma 2/3, OLMo 2)."""
-    users = st.consumers(lin.name)
-    post = users[0] if len(users) == 1 else None
-    if post is None or post.workload.op != "rmsnorm" or not post.role.endswith("post_norm") \
-            or _rows(post.workload) != _rows(lin.workload):
-        return None
-    after = st.consumers(post.name)
-    return post if len(after) == 1 and after[0].workload.op == "elementwise" and \
-        after[0].workload.attr("fn") == "add" else None
-
-
-def _residual(st: _State) -> None:
-    for lin in [n for n in st.nodes if n.role in ("o_proj", "ffn_down")]:
-        post = _post_norm(st, lin) if not lin.workload.attr("epilogue") else None
-        if post is not None:  # the post-norm first, in the same epilogue
-            st.post_norm[lin.name] = post.name
-            params = dict(lin.params)
-            if post.param("w"):
-                params["post_norm_w"] = post.param("w")
-            eps = float(post.workload.attr("eps", DEFAULT_EPS))
-            lin2 = dataclasses.replace(lin, workload=_with(lin.workload, post_eps=eps),
-                                       params=tuple(sorted(params.items())))
-            st.swap(lin, lin2)
-            st.swap(post, None)
-            st.rewire({post.name: lin.name})
-            lin = lin2
-        users = st.consumers(lin.name)
-        add = users[0] if len(users) == 1 else None
-        if add is None or add.workload.op != "elementwise" or add.workload.attr("fn") != "add":
-            continue  # a scale between it and the residual add
-        if (len(add.inputs) != 2 or lin.workload.attr("epilogue")
-                or _rows(add.workload) != _rows(lin.workload)):
-            raise FusionError(f"{lin.name}: residual_epilogue needs one residual add "
-                              f"consuming it, found {[u.name for u in users]}")
-        res = next(i for i in add.inputs if i != lin.name)
-        epi = "norm_add" if lin.name in st.post_norm else "add"
-        st.swap(lin, None)
-        st.swap(add, dataclasses.replace(lin, workload=_with(lin.workload, epilogue=epi),
-                                         inputs=(lin.inputs[0], res)))
-        st.rewire({add.name: lin.name})
-
-
-def _parallel_residual(st: _State) -> None:
-    """``(attn + mlp) + x`` of a parallel block (Phi, GPT-NeoX, Falcon), once ``o_proj``
-    adds the MLP's output: the MLP's last linear adds the residual ``x`` instead, so the
-    sum leaves ``o_proj`` whole and the add node goes (re-associated: the same sum in
-    another order)."""
-    named = {n.name: n for n in st.nodes}
-    for lin in [n for n in st.nodes if n.role == "o_proj"
-                and n.workload.attr("epilogue") == "add"]:
-        mlp, users = named.get(lin.inputs[1]), st.consumers(lin.name)
-        add = users[0] if len(users) == 1 else None
-        if mlp is None or add is None or mlp.workload.op not in _LINEAR or \
-                mlp.workload.attr("epilogue") or st.consumers(mlp.name) != [lin] or \
-                add.workload.op != "elementwise" or add.workload.attr("fn") != "add" or \
-                len(add.inputs) != 2 or _rows(add.workload) != _rows(lin.workload) or \
-                _rows(mlp.workload) != _rows(lin.workload):
-            continue
-        res = next((i for i in add.inputs if i != lin.name), None)
-        if res is None or res == mlp.name:
-            continue
-        st.swap(mlp, dataclasses.replace(mlp, workload=_with(mlp.workload, epilogue="add"),
-                                         inputs=(mlp.inputs[0], res)))
-        st.swap(add, None)
-        st.rewire({add.name: lin.name})
-
-
-def _norm_epilogue(st: _State) -> None:
-    for lin in [n for n in st.nodes if n.workload.attr("epilogue") in ("add", "norm_add")
-                or (n.workload.op == "embedding" and not n.workload.attr("epilogue"))]:
-        users = st.consumers(lin.name)
-        norms = [u for u in users if u.workload.op == "rmsnorm" or _layer_norm(u, lin)]
-        if len(norms) != 1 or _rows(norms[0].workload) != _rows(lin.workload):
-            continue
-        r = norms[0]
-        readers = st.consumers(r.name)
-        others = [u for u in users if u is not r]
-        if not readers or not all(u.workload.op in _LINEAR and u.inputs[0] == r.name
-                                  and r.name not in u.inputs[1:] for u in readers) \
-                or not all(u.workload.op in _LINEAR
-                           and u.workload.attr("epilogue") in ("add", "norm_add")
-                           and u.inputs[1:] == (lin.name,) and u.inputs[0] != lin.name
-                           for u in others):
-            continue  # the sum must reach linears' x only through the norm, others' r only
-        eps = float(r.workload.attr("eps", DEFAULT_EPS))
-        params = dict(lin.params)
-        for k in ("w", "b"):
-            if r.param(k):
-                params[f"out_norm_{k}"] = r.param(k)
-        st.out_norm[lin.name] = r.name
-        epi = "rmsnorm" if lin.workload.op == "embedding" else \
-            f"{lin.workload.attr('epilogue')}_{r.workload.op}"
-        st.swap(lin, dataclasses.replace(
-            lin, workload=_with(lin.workload, epilogue=epi, out_eps=eps),
-            params=tuple(sorted(params.items()))))
-        st.swap(r, None)
-        st.rewire({r.name: lin.name})
-
-
-def _layer_norm(u: OpNode, lin: OpNode) -> bool:
-    """Whether ``u`` is a whole-row LayerNorm an ``add`` epilogue of ``lin`` can append."""
-    return u.workload.op == "layernorm" and int(u.workload.attr("heads", 1)) == 1 and \
-        lin.workload.attr("epilogue") == "add"
-
-
-def _argmax(st: _State) -> None:
+def _argmax(st: FusionState) -> None:
     for a in [n for n in st.nodes if n.workload.op == "argmax"]:
         lin = next((n for n in st.nodes if a.inputs == (n.name,)), None)
-        if (lin is None or lin.workload.op not in _LINEAR or lin.workload.attr("epilogue")
-                or st.consumers(lin.name) != [a] or _rows(lin.workload) != _rows(a.workload)
+        if (lin is None or lin.workload.op not in LINEAR or lin.workload.attr("epilogue")
+                or st.consumers(lin.name) != [a] or rows_of(lin.workload) != rows_of(a.workload)
                 or lin.workload.dims["n"] != a.workload.dims["n"]):
             continue  # only logits read by nothing but their argmax
-        st.swap(lin, dataclasses.replace(lin, workload=_with(lin.workload, epilogue="argmax")))
+        st.swap(lin, dataclasses.replace(lin, workload=with_attrs(lin.workload, epilogue="argmax")))
         st.swap(a, None)
         st.rewire({a.name: lin.name})
 
 
-def _norms(st: _State) -> None:
+def _norms(st: FusionState) -> None:
     for r in [n for n in st.nodes if n.workload.op == "rmsnorm"]:
         users = st.consumers(r.name)
-        if not users or not all(u.workload.op in _LINEAR and u.inputs[0] == r.name
+        if not users or not all(u.workload.op in LINEAR and u.inputs[0] == r.name
                                 and r.name not in u.inputs[1:]
                                 and not u.workload.attr("prologue") for u in users):
             continue  # a norm read by anything but a linear's x stays a node
@@ -365,13 +201,13 @@ def _norms(st: _State) -> None:
             if r.param("w"):
                 params["norm_w"] = r.param("w")
             st.swap(u, dataclasses.replace(
-                u, workload=_with(u.workload, prologue="rmsnorm", eps=eps),
+                u, workload=with_attrs(u.workload, prologue="rmsnorm", eps=eps),
                 inputs=(r.inputs[0], *u.inputs[1:]), params=tuple(sorted(params.items()))))
         st.swap(r, None)
 
 
-def _fuse(graph: OpGraph, plan: dict) -> _State:
-    st = _State(list(graph.nodes), {}, {})
+def _fuse(graph: OpGraph, plan: dict) -> FusionState:
+    st = FusionState(list(graph.nodes), {}, {})
     if plan["merge_qkv"]:
         _merge(st, ("q_proj", "k_proj", "v_proj"), "qkv_proj")
         if plan["rope_epilogue"]:
@@ -382,11 +218,11 @@ def _fuse(graph: OpGraph, plan: dict) -> _State:
             _silu_mul(st)
             _act_epilogue(st)
     if plan["residual_epilogue"]:
-        _scales(st)
-        _residual(st)
-        _parallel_residual(st)
+        scales(st)
+        residual(st)
+        parallel_residual(st)
         if plan["norm_epilogue"]:
-            _norm_epilogue(st)
+            norm_epilogue(st)
     if plan["norm_into_linear"]:
         _norms(st)
     if plan["argmax_epilogue"]:

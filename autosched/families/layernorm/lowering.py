@@ -13,7 +13,7 @@ from sim.hardware import Hardware
 from sim.kernels import Kernel
 
 from ..base import Family
-from ..common import norm_weight
+from ..common import layer_norm, norm_weight
 from .bound import layernorm_bound
 from .kernel import layernorm_kernel
 
@@ -53,8 +53,5 @@ class LayerNormFamily(Family):
     def reference(self, node, ops, tensors, env) -> Arr:
         x, eps = ops["x"], float(node.workload.attr("eps", 1e-5))
         heads, n = int(node.workload.attr("heads", 1)), x.shape[-1]
-        mu = x.mean(-1, keepdims=True)
-        var = ((x - mu) ** 2).mean(-1, keepdims=True)
-        y = ((x - mu) / np.sqrt(var + eps)).reshape(-1, heads, n)
         w, b = (np.asarray(tensors[k]).reshape(heads, n) for k in ("w", "b"))
-        return (y * w + b).reshape(x.shape)
+        return layer_norm(x.reshape(-1, heads, n), w, b, eps).reshape(x.shape)

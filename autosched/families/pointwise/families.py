@@ -29,8 +29,8 @@ from .bound import pointwise_bound
 from .kernels import binary, fn_attrs, one_host_op, pim_kernel, shapes_of
 
 __all__ = ["BUFFER", "POINTWISE", "POSITIONS", "ArgmaxFamily", "ElementwiseFamily",
-           "EmbeddingFamily", "ExternFamily", "RmsNormFamily", "RopeFamily", "rope_constants",
-           "rope_reference"]
+           "EmbeddingFamily", "ExternFamily", "RmsNormFamily", "RopeFamily", "is_table_leaf",
+           "rope_constants", "rope_reference"]
 
 Arr = np.ndarray
 
@@ -151,9 +151,15 @@ def rope_constants(source: Any, node: Any, positions: Arr, rot: int,
         return rope_tables(source, node, positions, rot)
     from .fallback import tables_of
 
-    leaves = sorted(((int(local[1:]), name) for local, name in node.params
-                     if local[:1] == "t" and local[1:].isdigit()))
+    leaves = sorted((int(local[1:]), name) for local, name in node.params
+                    if is_table_leaf(local))
     return tables_of(str(key), [_constant(source, n, positions) for _, n in leaves])
+
+
+def is_table_leaf(local: str) -> bool:
+    """Whether a node's tensor name ``local`` is a constant of its rotary table function
+    (``t0``, ``t1``...: :func:`rope_constants`)."""
+    return local[:1] == "t" and local[1:].isdigit()
 
 
 def rope_reference(x: Arr, env: Any, rot: int, pairs: str) -> Arr:
