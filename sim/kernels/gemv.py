@@ -146,14 +146,20 @@ def _rows(pl: GemvLayout, t: Affine, half: int) -> list[Node]:
     return loop_nest(nest, body)
 
 
+def _no_wrgb(pl: GemvLayout, kk: int, t: Affine, half: int) -> list[Node]:
+    return []
+
+
 def _tiles(pl: GemvLayout, kk: int, head: int = 0) -> list[Node]:
     """The tile loop; with double buffering, software-pipelined over two buffer halves;
-    with ``row_prefetch``, the pipelined row walk (:mod:`.gemv_pipeline`)."""
+    with ``row_prefetch``, the pipelined row walk (:mod:`.gemv_pipeline`). A resident
+    input (``GemvLayout.resident_input``) is broadcast by the caller, before the passes."""
+    wrgb = _no_wrgb if pl.resident_input else _wrgb
     if pl.opts.row_prefetch:
-        return pipelined_tiles(pl, kk, head, _wrgb)
+        return pipelined_tiles(pl, kk, head, wrgb)
     if not pl.opts.double_buffer:
         t = aff(0, t=1)
-        return loop("t", pl.ntiles, (*_wrgb(pl, kk, t, 0), *_rows(pl, t, 0)))
+        return loop("t", pl.ntiles, (*wrgb(pl, kk, t, 0), *_rows(pl, t, 0)))
     hb, m = _half_offset(pl), pl.ntiles // 2
     out: list[Node] = _wrgb(pl, kk, aff(0), 0)
     steady = (*_wrgb(pl, kk, aff(1, t2=2), hb), *_rows(pl, aff(0, t2=2), 0),
@@ -181,6 +187,8 @@ def _stream(pl: GemvLayout, kk: int, head: int = 0) -> Stream:
     if pl.opts.loop_order == "row_outer":
         body = loop("p", pl.P, (ClrAcc(0, pl.bpu, aff(0), pl.Br * pl.R), *_tiles(pl, kk, head),
                                 *loop("b", pl.Br, (rd,))))
+        if pl.resident_input:
+            body = [*_wrgb(pl, kk, aff(0), 0), *body]
     else:
         body = [ClrAcc(0, pl.bpu, aff(0), pl.Br * pl.P * pl.R), *_tiles(pl, kk),
                 *loop_nest((("b", pl.Br), ("p", pl.P)), (rd,))]

@@ -73,7 +73,7 @@ def layout_estimate_ns(hw: Hardware, pl: GemvLayout) -> float:
     does not hide (all of it in one bank, about half of the activation with interleaved
     bank pairs, nothing with the pipelined row walk); each pass's first activation; the
     broadcast of every tile when it is not double-buffered (less the activation waiting
-    with it); then the read-out of every
+    with it; once per batch group where the input stays resident); then the read-out of every
     accumulator the channel fills (all passes, batch rows and k-slices) over the channel
     bus.
 
@@ -89,7 +89,9 @@ def layout_estimate_ns(hw: Hardware, pl: GemvLayout) -> float:
     # a broadcast not double-buffered waits for the previous tile's MACs; an activation
     # not prefetched waits with it, hiding that much of it
     hidden = 0.0 if o.row_prefetch else t.trcd_mac * tck
-    gb = 0.0 if o.double_buffer else passes * pl.ntiles * max(
+    # a resident input (one tile, passes outside it) is broadcast once per batch group
+    writes = pl.nbg if pl.resident_input else passes * pl.ntiles
+    gb = 0.0 if o.double_buffer else writes * max(
         t.cwl * tck + pl.Br * pl.T * hw.elem_bytes / hw.channel_bus_gbps - hidden, 0.0)
     readout = pl.P * pl.U * pl.R * pl.RL * pl.batch * DTYPE_BYTES[hw.pim.accum_dtype]
     return banks + passes * t.trcd_mac * tck + gb + readout / hw.channel_bus_gbps

@@ -181,6 +181,13 @@ class GemvLayout:
         return self.P * self.ntiles * self.na * self.nb * self.rpsb
 
     @property
+    def resident_input(self) -> bool:
+        """The input slice is broadcast once per batch group and stays in the global
+        buffer across the output passes: it is one tile and the passes walk outside it."""
+        return self.ntiles == 1 and self.opts.loop_order == "row_outer" \
+            and not self.opts.double_buffer
+
+    @property
     def part_width(self) -> int:
         """Elements one k-slice reads out per pass and batch row: ``Co * U * R * RL``."""
         return self.Co * self.U * self.R * self.RL

@@ -286,3 +286,30 @@ def test_argmax_epilogue_appends_the_token_after_the_logits(name):
         np.testing.assert_allclose(y, want_b, rtol=1e-6, atol=1e-6)
     y = gemv(hw, n, k, batch, epilogue=Epilogue(("argmax_cat",))).run(hw, {"x": x, "W": w})
     np.testing.assert_allclose(y, want, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("name", HW)
+@pytest.mark.parametrize("opts,resident", [
+    (GemvOpts(registers=1, channels=2), True),
+    (GemvOpts(registers=1, channels=2, batch_rows=2), True),
+    (GemvOpts(registers=1, channels=2, loop_order="tile_outer"), False),  # already once
+    (GemvOpts(registers=1, channels=2, double_buffer=True), False),  # two halves a pass
+])
+def test_a_one_tile_input_is_broadcast_once_across_the_passes(name, opts, resident):
+    """With one tile per pass walked outside the tiles, the input stays in the global
+    buffer: each batch group broadcasts it once, not once per output pass; the result is
+    unchanged."""
+    from sim.isa import WrGb
+    from sim.kernels.gemv_layout import gemv_layout_of
+    from sim.program import walk
+
+    hw, (n, k, batch) = HW[name], (2000, 64, 3)
+    pl = gemv_layout_of(hw, n, k, batch, opts)
+    assert pl.P > 1 and pl.resident_input is resident
+    check_exact(hw, n, k, batch, opts)
+    writes: list[int] = []
+    stream = next(s for s in gemv(hw, n, k, batch, opts).program.streams if s.engine == "pim")
+    walk(stream.body, lambda ins, m: writes.append(m) if isinstance(ins, WrGb) else None)
+    passes = 1 if resident or opts.loop_order == "tile_outer" else pl.P
+    per_group = pl.Br * pl.ntiles * passes
+    assert sum(writes) == pl.nbg * per_group
