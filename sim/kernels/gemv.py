@@ -21,7 +21,7 @@ from ..program import Buffer, Node, Program, Stream
 from .base import Kernel, affine_sum, loop, loop_nest, pad_to, shift_refs
 from .epilogue import NO_EPILOGUE, Epilogue
 from .gemv_layout import GemvLayout, GemvOpts, gemv_layout_of
-from .gemv_pipeline import head_columns, pipelined_tiles
+from .gemv_pipeline import WrGbFn, head_columns, pipelined_tiles
 
 __all__ = ["gemv", "place_gemv", "plan_from_json", "plan_json", "unpack_layout"]
 
@@ -150,11 +150,11 @@ def _no_wrgb(pl: GemvLayout, kk: int, t: Affine, half: int) -> list[Node]:
     return []
 
 
-def _tiles(pl: GemvLayout, kk: int, head: int = 0) -> list[Node]:
+def _tiles(pl: GemvLayout, kk: int, head: int = 0, wrgb: WrGbFn = _wrgb) -> list[Node]:
     """The tile loop; with double buffering, software-pipelined over two buffer halves;
-    with ``row_prefetch``, the pipelined row walk (:mod:`.gemv_pipeline`). A resident
-    input (``GemvLayout.resident_input``) is broadcast by the caller, before the passes."""
-    wrgb = _no_wrgb if pl.resident_input else _wrgb
+    with ``row_prefetch``, the pipelined row walk (:mod:`.gemv_pipeline`). ``wrgb``
+    broadcasts a tile of one pass (a no-op where the caller broadcast a resident input
+    before the passes)."""
     if pl.opts.row_prefetch:
         return pipelined_tiles(pl, kk, head, wrgb)
     if not pl.opts.double_buffer:
@@ -185,10 +185,11 @@ def _stream(pl: GemvLayout, kk: int, head: int = 0) -> Stream:
     rd = RdAcc(0, pl.bpu, aff(0, b=pl.R) if pl.opts.loop_order == "row_outer"
                else aff(0, b=pl.P * pl.R, p=pl.R), pl.R, BufRef("part", dst_off, (urr,)))
     if pl.opts.loop_order == "row_outer":
-        body = loop("p", pl.P, (ClrAcc(0, pl.bpu, aff(0), pl.Br * pl.R), *_tiles(pl, kk, head),
-                                *loop("b", pl.Br, (rd,))))
-        if pl.resident_input:
-            body = [*_wrgb(pl, kk, aff(0), 0), *body]
+        # a resident input (GemvLayout.resident_input) is broadcast once, before the passes
+        res = pl.resident_input
+        tiles = _tiles(pl, kk, head, _no_wrgb if res else _wrgb)
+        body = [*(_wrgb(pl, kk, aff(0), 0) if res else ()), *loop("p", pl.P, (
+            ClrAcc(0, pl.bpu, aff(0), pl.Br * pl.R), *tiles, *loop("b", pl.Br, (rd,))))]
     else:
         body = [ClrAcc(0, pl.bpu, aff(0), pl.Br * pl.P * pl.R), *_tiles(pl, kk),
                 *loop_nest((("b", pl.Br), ("p", pl.P)), (rd,))]

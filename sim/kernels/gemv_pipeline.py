@@ -25,7 +25,7 @@ from ..program import Node
 from .base import affine_sum, loop, loop_nest
 from .gemv_layout import GemvLayout
 
-__all__ = ["head_columns", "pipelined_tiles"]
+__all__ = ["WrGbFn", "head_columns", "pipelined_tiles"]
 
 WrGbFn = Callable[[GemvLayout, int, Affine, int], list[Node]]
 
