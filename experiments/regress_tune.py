@@ -168,7 +168,10 @@ def main() -> None:
             n = search_only(db, graphs, hw, args.only, args.trials, args.seed)
             print(f"{model} {hw_name} {phase} b{batch} c{context}: {n} workload(s) searched, "
                   f"{time.perf_counter() - t_step:.0f} s", flush=True)
-        export = export.merged(export_from_db(db, workloads.values(), hw, tuning))
+        # with --only, the searched workloads' entries move and every other stays as it was
+        chosen = [w for k, w in workloads.items()
+                  if not args.only or fnmatch.fnmatch(k, args.only)]
+        export = export.merged(export_from_db(db, chosen, hw, tuning))
     export.save(args.out)
     print(f"wrote {args.out}")
 

@@ -19,6 +19,14 @@ from .activations import gelu_erf, gelu_tanh, silu
 from .errors import ProgramError
 from .hardware import DTYPE_BYTES
 from .host_epilogue import EPILOGUES, apply, flops, layer_norm, own_width, rms, rotary, stages
+from .host_softmax import (
+    masked_softmax,
+    merge_flops,
+    part_bytes,
+    part_flops,
+    softmax_merge,
+    softmax_part,
+)
 from .isa import HostOp
 
 __all__ = ["HOST_OPS", "HostOpSpec", "arity", "cost", "register_extern", "run"]
@@ -48,40 +56,6 @@ def _softmax(op: HostOp, x: Arr) -> Arr:
     x = x * float(op.attr("scale", 1.0))
     e = np.exp(x - x.max(axis=-1, keepdims=True))
     return e / e.sum(axis=-1, keepdims=True)
-
-
-def _masked_softmax(op: HostOp, x: Arr) -> Arr:
-    """Softmax over the last axis, columns at or past a row's limit excluded (output 0).
-
-    An input with one axis more than the output holds partial sums: the extra (last)
-    axis is summed first (lane partials of the scores, read out of the banks).
-
-    Attrs: ``scale``; ``softcap`` C (default 0: none): scores become ``C tanh(x / C)``
-    after scaling; ``limit`` (visible columns, default all); ``causal`` Q (default 0):
-    row ``r`` of the flattened leading axes is query ``i = (r // group) % Q`` and sees
-    columns ``< limit - Q + 1 + i``; ``group`` (default 1); ``window`` W (default 0: none):
-    a row sees only its last W visible columns.
-    """
-    if x.ndim > len(op.outs[0].shape):
-        x = x.sum(axis=-1)
-    x = x * float(op.attr("scale", 1.0))
-    cap = float(op.attr("softcap", 0.0))
-    if cap:
-        x = cap * np.tanh(x / cap)
-    n = x.shape[-1]
-    rows = x.reshape(-1, n)
-    vis = np.full(rows.shape[0], int(op.attr("limit", n)))
-    causal = int(op.attr("causal", 0))
-    if causal:
-        r = np.arange(rows.shape[0]) // int(op.attr("group", 1))
-        vis = vis - causal + 1 + r % causal
-    keep = np.arange(n)[None, :] < vis[:, None]
-    window = int(op.attr("window", 0))
-    if window:
-        keep &= np.arange(n)[None, :] >= (vis - window)[:, None]
-    rows = np.where(keep, rows, -np.inf)
-    e = np.where(keep, np.exp(rows - rows.max(axis=-1, keepdims=True)), 0.0)
-    return (e / e.sum(axis=-1, keepdims=True)).reshape(x.shape)
 
 
 def _rope(op: HostOp, x: Arr, cos: Arr, sin: Arr) -> Arr:
@@ -227,7 +201,9 @@ HOST_OPS: dict[str, HostOpSpec] = {
     "rmsnorm": HostOpSpec(2, _rmsnorm, _per_out(4)),
     "layernorm": HostOpSpec(3, _layernorm, _per_out(8)),
     "softmax": HostOpSpec(1, _softmax, _per_out(5)),
-    "masked_softmax": HostOpSpec(1, _masked_softmax, _softmax_flops),
+    "masked_softmax": HostOpSpec(1, masked_softmax, _softmax_flops),
+    "softmax_part": HostOpSpec(2, softmax_part, part_flops),
+    "softmax_merge": HostOpSpec(2, softmax_merge, merge_flops),
     "rope": HostOpSpec(3, _rope, _per_out(3)),
     "matmul": HostOpSpec(2, _matmul, _matmul_flops),
     "matmul_layout": HostOpSpec(2, _matmul_layout, _matmul_flops),
@@ -285,6 +261,9 @@ def cost(op: HostOp, dtypes: dict[str, str]) -> tuple[float, float]:
         block = rows * (int(op.attr("hi")) - int(op.attr("lo", 0)))
         eb_in, eb_out = DTYPE_BYTES[dtypes[op.ins[0].buf]], DTYPE_BYTES[dtypes[out.buf]]
         nbytes = block * (eb_in + eb_out) + int(op.attr("clear", 0)) * out.size * eb_out
+    elif op.kind == "softmax_part":  # one stage's columns and statistics move
+        nbytes = part_bytes(op, DTYPE_BYTES[dtypes[op.ins[0].buf]],
+                            DTYPE_BYTES[dtypes[op.outs[0].buf]])
     return spec.flops(op) + flops(op), float(nbytes)
 
 

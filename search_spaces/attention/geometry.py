@@ -42,7 +42,7 @@ from sim.errors import AutoschedError
 from sim.hardware import Hardware
 from sim.kernels.base import ceil_div
 
-from .rules import AttnShape, attention_reasons, k_fill, q_part, shape_reasons
+from .rules import AttnShape, attention_reasons, k_fill, q_part, shape_reasons, stage_width
 
 __all__ = ["AttnLayout", "Piece", "TensorLayout", "attention_shape", "attention_layout_of"]
 
@@ -127,6 +127,8 @@ class AttnLayout:
     scale: float = 0.0  # score scale
     vsplit: int = 1  # columns of a V pass's MACs that cover the previous group's precharge
     qpart: int = 0  # elements of a query row per global-buffer load (< dk: loaded in parts)
+    stages: int = 1  # softmax stages asked for (softmax_stages)
+    stage_w: int = 0  # cache slots per stage (rules.stage_width)
 
     @property
     def live(self) -> int:
@@ -198,6 +200,22 @@ class AttnLayout:
     def lp(self) -> int:
         """Padded slot count of the host-side score rows."""
         return max(ceil_div(self.live, t.chunk) * t.chunk for t in (self.K, self.V))
+
+    @property
+    def nst(self) -> int:
+        """Softmax stages holding live slots (1: the whole-row softmax)."""
+        return 1 if self.stages == 1 else min(self.stages, ceil_div(self.live, self.stage_w))
+
+    @property
+    def bounds(self) -> tuple[int, ...]:
+        """Score columns where the stages start, and the row's end (``lp``)."""
+        return (*(st * self.stage_w for st in range(self.nst)), self.lp)
+
+    @property
+    def partials(self) -> int:
+        """Partial outputs of the weighted sum the host adds up: per stage, one per
+        sequence split and V group (1: the units' sums are the result)."""
+        return self.vparts * self.nst
 
     def passes_of(self, t: TensorLayout, si: int) -> int:
         """Passes stream ``si`` runs for the live slots."""
@@ -277,4 +295,6 @@ def attention_layout_of(w_dims: dict[str, int], cap: int, point: dict, hw: Hardw
                     scale=scale if scale is not None else d ** -0.5,
                     vsplit=ceil_div(round(hw.timing.trp * hw.org.tck_ns * 1000),
                                     round(hw.pim_column_ns * 1000)),
-                    qpart=q_part(sh, point.get("k_qrows", 1)))
+                    qpart=q_part(sh, point.get("k_qrows", 1)),
+                    stages=point.get("softmax_stages", 1),
+                    stage_w=stage_width(sh, point) if point.get("softmax_stages", 1) > 1 else 0)

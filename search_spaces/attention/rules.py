@@ -13,13 +13,15 @@ dk`` positions per row. Values are split over ``uv`` units of each channel, ``cp
 columns each, ``uv * cpp * L >= dk`` (padding again); ``uv`` is the schedule's
 ``v_units`` when the head dim needs padding or is not a power-of-two number of columns,
 else ``min(units, columns)``; ``v_groups`` groups of ``uv`` units take alternate V
-passes (``uv * v_groups`` must divide the channel's units). A sliding window of ``W``
-positions keeps the cache to
+passes (``uv * v_groups`` must divide the channel's units). A staged softmax splits the cache slots
+into stages of :func:`stage_width` slots, where every stream's K and V walks can stop. A
+sliding window of ``W`` positions keeps the cache to
 ``span = min(capacity, W)`` slots for decoding (position ``p`` in slot ``p % span``).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -28,7 +30,8 @@ from sim.hardware import Hardware
 from sim.kernels.base import ceil_div
 
 __all__ = ["ATTN_RULES", "AttnRule", "AttnShape", "attention_reasons", "cache_rows",
-           "channels_used", "k_fill", "k_parts", "k_set", "q_part", "shape_reasons", "unit_share"]
+           "channels_used", "k_fill", "k_parts", "k_set", "q_part", "shape_reasons",
+           "stage_width", "unit_share"]
 
 V = Mapping[str, Any]
 
@@ -167,6 +170,39 @@ def k_fill(s: AttnShape, v: V) -> int:
     return min(max(pps, s.ppr), ceil_div(share, pps) * pps)
 
 
+def _k_granule(s: AttnShape, v: V) -> int:
+    """Positions of a unit between the points a K pass can stop at and resume from: whole
+    register sets that are whole rows (a row is activated once), or the whole pass."""
+    ppu = k_fill(s, v)
+    pps = min(k_set(s, v), ppu)
+    g = math.lcm(pps, s.ppr)
+    return g if ppu % g == 0 else ppu
+
+
+def stage_width(s: AttnShape, v: V) -> int:
+    """Cache slots of each stage of a staged softmax (``softmax_stages``): the span over
+    the stages, rounded up to slots where every stream's K walk (whole rows of whole
+    register sets, on every unit) and V walk (whole passes) can stop."""
+    grain = math.lcm(s.hw.units_per_channel * _k_granule(s, v), s.chunk_v(v))
+    return ceil_div(ceil_div(s.span, v["softmax_stages"]), grain) * grain
+
+
+def _stages(s: AttnShape, v: V) -> str | None:
+    n = v["softmax_stages"]
+    if n == 1:
+        return None
+    got = ceil_div(s.span, stage_width(s, v))
+    if got < n:
+        return (f"softmax_stages={n}: the {s.span} cache slots split into only {got} "
+                f"stages of {stage_width(s, v)} slots (where K and V passes can stop)")
+    return None
+
+
+def _stages_host(s: AttnShape, v: V) -> str | None:
+    n = v["softmax_stages"]
+    return None if n == 1 else f"softmax_stages={n} needs the scores on PIM"
+
+
 def channels_used(v: V) -> int:
     """Channels a point occupies: ``kv_channels * seq_split * batch_split``."""
     return v["kv_channels"] * v["seq_split"] * v.get("batch_split", 1)
@@ -273,6 +309,9 @@ ATTN_RULES: tuple[AttnRule, ...] = (
                     lambda s, v: s.v_groups(v) * v["v_qrows"] * s.chunk_v(v), _GB,
                     "probabilities overflow the global buffer"), optional=_VU + _VG),
     AttnRule("v_groups", ("wsum",), _groups, optional=_VU + _VG),
+    AttnRule("softmax_stages", ("softmax_stages", "seq_split", "k_mode", "k_regs"), _stages,
+             "pim", optional=_VU),
+    AttnRule("softmax_stages_host_scores", ("softmax_stages",), _stages_host, "host"),
     AttnRule("cache_rows", (*_CACHE, "k_mode", "k_regs"), _rows_one_group, "pim",
              optional=_VU + _BS),
     AttnRule("cache_rows_host_scores", _CACHE, _rows_one_group, "host", optional=_VU + _BS),

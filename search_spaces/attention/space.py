@@ -19,7 +19,11 @@ on the context length l, so one schedule serves every decoding step):
 * ``wsum`` (p v) on ``pim`` or ``host``; on PIM ``v_qrows`` query rows per activated V row,
   and, where a channel has more units than V needs, ``v_groups``: disjoint groups of V
   units that take the passes in turn, each activating its next row while another MACs
-  (the partial sums of the groups are added on the host).
+  (the partial sums of the groups are added on the host); ``softmax_stages``: the cache
+  slots in that many stages (:func:`~.rules.stage_width`), the host's softmax of one
+  stage running while the banks score the next and weigh the one before (each stage
+  normalised by its own maximum and sum, the stages' partial outputs merged by their
+  weights at the end: the whole-row softmax, as in split-softmax decoding).
 * Only for head dims that are not a power-of-two number of columns (e.g. 80, 96, or 100
   padded to 112): ``head_pad``, the one value of ``dk`` (a position's elements padded to
   whole columns; stated in every schedule of such a workload), and ``v_units``, the units
@@ -63,7 +67,8 @@ __all__ = ["VERSION", "attention_default", "attention_space", "capacity_of", "qr
 # 4: so does a K pass, filling a register set partly
 # 5: v_groups, V passes alternating over groups of units
 # 6: scores on PIM for a query larger than the global buffer (loaded in parts)
-VERSION = 6
+# 7: softmax_stages, the host's softmax pipelined with the banks' products
+VERSION = 7
 
 
 def capacity_of(workload: Workload) -> int:
@@ -131,6 +136,7 @@ def attention_space(workload: Workload, hw: Hardware) -> Space:
         Param("k_qrows", Categorical(qrows), Cond("scores", "pim")),
         Param("wsum", Categorical(("pim", "host"))),
         Param("v_qrows", Categorical(qrows), Cond("wsum", "pim")),
+        Param("softmax_stages", PowersOfTwo(1, 4), Cond("wsum", "pim")),
     )
     if "v_units" in present:
         params += (Param("head_pad", Categorical((sh.dk,))),
@@ -194,7 +200,7 @@ def attention_default(workload: Workload, hw: Hardware) -> dict:
             continue  # the groups' probabilities would crowd out query rows
         point = {**pad, "kv_channels": kc, "seq_split": ss, **split, "scores": "pim",
                  "k_mode": mode, "k_regs": k_regs,
-                 "k_qrows": kq, "wsum": "pim", "v_qrows": vq}
+                 "k_qrows": kq, "wsum": "pim", "v_qrows": vq, "softmax_stages": 1}
         if not space.validate(point):
             return point
     pad = {"head_pad": sh.dk, "v_units": units[0]} if sh.padded else {}

@@ -62,11 +62,14 @@ def tolerance(hw, d: int, ctx: int, vmax: float) -> float:
 
 
 def one_group(w: Workload, hw, point: dict) -> dict:
-    """``point`` with ``v_groups=1`` where ``w``'s space has the parameter and the point
-    leaves it out (the hand-written points here are about other parameters)."""
+    """``point`` with ``v_groups=1`` where ``w``'s space has the parameter and one softmax
+    stage where the point leaves them out (the hand-written points here are about other
+    parameters)."""
     names = {p.name for p in family_of(w).space(w, hw).params}
     if "v_groups" in names and point.get("wsum") == "pim" and "v_groups" not in point:
-        return {**point, "v_groups": 1}
+        point = {**point, "v_groups": 1}
+    if point.get("wsum") == "pim" and "softmax_stages" not in point:
+        point = {**point, "softmax_stages": 1}
     return point
 
 

@@ -79,7 +79,8 @@ def test_v_groups_take_alternate_passes_and_hide_activations(name: str, d: int,
     pad = {"head_pad": shape_of(workload(1, 1, 4, 2, d, 1, 8), hw).dk, "v_units": vu} \
         if vu else {}
     point = {**pad, "kv_channels": 2, "seq_split": 1, "scores": "pim", "k_mode": "lane",
-             "k_regs": 1, "k_qrows": 1, "wsum": "pim", "v_qrows": 1, "v_groups": 2}
+             "k_regs": 1, "k_qrows": 1, "wsum": "pim", "v_qrows": 1, "v_groups": 2,
+             "softmax_stages": 1}
     w = workload(1, 1, 4, 2, d, 150, 160)
     assert family_of(w).space(w, hw).validate(point) == []
     check_point(hw, (1, 4, 2, d, 160), 1, 150, point, seed=5)
@@ -98,12 +99,14 @@ def test_a_query_larger_than_the_global_buffer_is_loaded_in_parts(k_qrows: int,
     prefill, and a long cache scores faster in the banks than on the host."""
     hw = HW["hbm-pim"]
     point = {"kv_channels": 1, "seq_split": 4, "scores": "pim", "k_mode": "lane",
-             "k_regs": k_regs, "k_qrows": k_qrows, "wsum": "pim", "v_qrows": 1}
+             "k_regs": k_regs, "k_qrows": k_qrows, "wsum": "pim", "v_qrows": 1,
+             "softmax_stages": 1}
     w = workload(1, 1, 4, 1, 256, 40, 48)
     assert family_of(w).space(w, hw).validate(point) == []
     check_point(hw, (1, 4, 1, 256, 48), 1, 40, point, seed=7)
     long = workload(1, 1, 4, 1, 256, 1024, 1024)
     pim = simulate(build(long, {**point, "seq_split": 32}, hw).program, hw).latency_ns
     host = simulate(build(long, {"kv_channels": 1, "seq_split": 32, "scores": "host",
-                                 "wsum": "pim", "v_qrows": 1}, hw).program, hw).latency_ns
+                                 "wsum": "pim", "v_qrows": 1, "softmax_stages": 1},
+                          hw).program, hw).latency_ns
     assert pim < host

@@ -60,7 +60,8 @@ def test_program_stats_bound_is_the_bound() -> None:
 
     w = Workload.make("attention", attrs={"capacity": 64}, b=2, q=1, h=8, kvh=4, d=32, l=40)
     pt = {"kv_channels": 2, "seq_split": 2, "batch_split": 2, "scores": "pim", "k_mode": "lane",
-          "k_regs": 2, "k_qrows": 2, "wsum": "pim", "v_qrows": 2, "v_groups": 1}
+          "k_regs": 2, "k_qrows": 2, "wsum": "pim", "v_qrows": 2, "v_groups": 1,
+          "softmax_stages": 1}
     for prog in (tiny(), build(w, pt, HW).program):
         assert program_stats(prog, HW).bound == bound(prog, HW)
 

@@ -26,19 +26,21 @@ def attention_bound(workload: Workload, hw: Hardware) -> float:
     slot of the channel's command bus; and the average bank activates, precharges and
     reads its rows (each read once per query row), stretched by the all-bank refreshes
     the span must hold. On the host: the unpadded elements over the external bus of
-    every channel. The softmax reads and writes ``b*q*h*live`` fp32 on the host after
-    the scores and before p v.
+    every channel. One host op's dispatch at least follows the scores: the whole-row
+    softmax before p v, or with a staged softmax (``softmax_stages``, each stage's
+    softmax behind the banks' products) the merge of the stages after it.
     """
     t = attention_bound_terms(workload, hw)
     return (min(t["pim_k"] + t["refresh_k"], t["bus"]) +
-            min(t["pim_v"] + t["refresh_v"], t["bus"]) + t["softmax"])
+            min(t["pim_v"] + t["refresh_v"], t["bus"]) + t["host_op"])
 
 
 def attention_bound_terms(workload: Workload, hw: Hardware) -> dict[str, float]:
     """Best-case ns of the scores (``pim_k``, and the refreshes that span holds,
     ``refresh_k``) and of p v (``pim_v``, ``refresh_v``) in the banks, of streaming K (or
-    V) over the external bus (``bus``), and of the host's softmax (``softmax``); see
-    :func:`attention_bound`."""
+    V) over the external bus (``bus``), of the host's whole-row softmax (``softmax``:
+    ``b*q*h*live`` fp32 read and written) and of one host op's dispatch (``host_op``);
+    see :func:`attention_bound`."""
     dm, sh = workload.dims, shape_of(workload, hw)
     live = min(dm["l"], sh.span)
     elems = dm["b"] * dm["kvh"] * live * dm["d"]
@@ -64,4 +66,4 @@ def attention_bound_terms(workload: Workload, hw: Hardware) -> dict[str, float]:
     soft = hw.host.op_ns(5 * n, 2 * n * DTYPE_BYTES["fp32"])
     return {"pim_k": pim_k, "refresh_k": refresh_span_ns(hw, pim_k) - pim_k,
             "pim_v": pim_v, "refresh_v": refresh_span_ns(hw, pim_v) - pim_v, "bus": bus,
-            "softmax": soft}
+            "softmax": soft, "host_op": hw.host.op_overhead_ns}

@@ -40,17 +40,24 @@ def _with(w: Workload, dims: dict | None = None, **attrs: object) -> Workload:
 @lru_cache(maxsize=512)
 def _timed_default(workload: Workload, hw: Hardware) -> dict:
     """The space's default (:func:`attention_default`) with the score registers per query
-    row that simulate fastest among its count and every smaller one (do not change the
-    returned dict). Fewer registers read a unit's scores out in more, smaller parts, all
-    but the last behind the next positions' MACs: the count only moves the tail, which
-    the arithmetic does not see (Llama 2's 32 heads of 1,024 positions on aim-gddr6:
-    2,981 ns with two registers, 3,042 ns with the rule's four)."""
+    row (its count and every smaller one) and the softmax stages that simulate fastest
+    together (do not change the returned dict). Fewer registers read a unit's scores
+    out in more, smaller parts, all but the last behind the next positions' MACs, and
+    stages hide the host's softmax behind the banks' products but add a merge and
+    stop each product at the stage boundaries: what pays moves the tails, which the
+    arithmetic does not see (Llama 2's 32 heads of 1,024 positions on aim-gddr6: 3,042
+    ns with the rule's four registers and one stage, 2,981 ns with two registers, 2,725
+    ns with one register and two stages)."""
     point = attention_default(workload, hw)
     if point.get("scores") != "pim":
         return point
     space = attention_space(workload, hw)
-    cands = [point, *({**point, "k_regs": r} for r in space.param("k_regs").domain.values()
-                      if r < point["k_regs"])]
+    regs = [point["k_regs"], *(r for r in space.param("k_regs").domain.values()
+                               if r < point["k_regs"])]
+    stages = space.param("softmax_stages").domain.values() if point.get("wsum") == "pim" \
+        else ()
+    cands = [{**point, "k_regs": r, **({"softmax_stages": n} if stages else {})}
+             for n in (stages or (None,)) for r in regs]
     cands = [p for p in cands if not space.validate(p)]
     ns = [simulate(attention_kernel(workload, p, hw).program, hw).latency_ns for p in cands]
     return cands[min(range(len(cands)), key=lambda i: (ns[i], i))]

@@ -9,9 +9,13 @@ multiplies on the host or takes the scores' lane partials (the softmax sums them
 same op), applies the masked softmax (the workload's
 scale, default ``1/sqrt(d)``; slots past the live ones and, for ``q > 1``, future
 positions and positions outside a sliding window excluded) and sums the sequence splits.
-A prompt from an empty cache with both products on the host (``AttnLayout.own``) needs
-nothing back from the banks: the host multiplies with its own k and v (permuted to
-``[b, kvh, l, d]``) while the PIM streams store the cache.
+A staged softmax (``softmax_stages``) takes each stage's columns as soon as the banks
+signal them (``softmax_part``: the stage's probabilities, and its maximum and sum per
+row after the probability rows in ``pr``) and merges the stages' partial outputs at the
+end (``softmax_merge``, :mod:`sim.host_softmax`). A prompt from an empty cache with both
+products on the host (``AttnLayout.own``) needs nothing back from the banks: the host
+multiplies with its own k and v (permuted to ``[b, kvh, l, d]``) while the PIM streams
+store the cache.
 Host score rows are ``[b, q, h, lp]``, the query rows in the order of ``q`` itself, so
 every reshuffle is an affine address.
 """
@@ -39,13 +43,35 @@ def _pad(src: str, dst: str, rows: int, win: int, wout: int) -> HostOp:
                   (BufRef(src, aff(0), (rows, win)),))
 
 
+def _staged(pl: AttnLayout, bufs: list[Buffer], scores: BufRef, attrs: tuple, waits: Wait,
+            y: str) -> list[Node]:
+    """The host's part of a staged softmax: per stage, wait for its scores, normalise its
+    columns (``softmax_part``) and signal ``p``; then merge the stages' partial outputs
+    by their weights (``softmax_merge``)."""
+    rows, lp, dv, n = pl.b * pl.q * pl.h, pl.lp, pl.dv, pl.nst
+    full = BufRef("pr", aff(0), (rows * lp + 2 * n * rows,))
+    bounds = ",".join(str(b) for b in pl.bounds)
+    body: list[Node] = []
+    for st in range(n):
+        body += [waits, HostOp("softmax_part", (full,), (scores, full), (
+            *attrs, ("bounds", bounds), ("stage", st), ("rows", rows))), Signal("p")]
+    bufs.append(Buffer("yp", "fp32", pl.partials * rows * dv))
+    body += [Wait(tuple(f"o{k}" for k in range(pl.streams))),
+             HostOp("softmax_merge", (BufRef(y, aff(0), (rows * dv,)),),
+                    (BufRef("pr", aff(rows * lp), (n, rows, 2)),
+                     BufRef("yp", aff(0), (pl.partials, rows * dv))),
+                    (("per_stage", pl.vparts),))]
+    return body
+
+
 def _host(pl: AttnLayout, softcap: float = 0.0) -> tuple[Stream, list[Buffer]]:
     # score rows are lp slots wide, or l when the host multiplies with its own k and v
     lp = pl.l if pl.own else pl.lp
     rows, d, dk, dv = pl.b * pl.q * pl.h, pl.d, pl.dk, pl.dv
     kv_rows = pl.b * pl.q * pl.kvh
     five = (pl.b, pl.q, pl.kvh, pl.G)
-    bufs = [Buffer("sc", "fp32", rows * lp), Buffer("pr", "fp32", rows * lp)]
+    stats = 2 * pl.nst * rows if pl.nst > 1 else 0  # each stage's (max, sum) per row
+    bufs = [Buffer("sc", "fp32", rows * lp), Buffer("pr", "fp32", rows * lp + stats)]
     body: list[Node] = []
     if dk != d:
         bufs += [Buffer("qp", "fp32", rows * dk), Buffer("kp", "fp32", kv_rows * dk)]
@@ -61,16 +87,10 @@ def _host(pl: AttnLayout, softcap: float = 0.0) -> tuple[Stream, list[Buffer]]:
             body.append(HostOp("permute", (BufRef(name, aff(0), (pl.b, pl.kvh, pl.l, width)),),
                                (BufRef(src, aff(0), (pl.b, pl.l, pl.kvh, width)),),
                                (("axes", "0,2,1,3"),)))
-    else:
-        body.append(Wait(tuple(f"s{k}" for k in range(pl.streams))))
     scores = BufRef("sc", aff(0), (rows, lp))
     if pl.scores == "pim" and pl.k_mode == "lane":  # the softmax sums the lane partials
         bufs.append(Buffer("sp", "fp32", rows * lp * pl.lanes))
         scores = BufRef("sp", aff(0), (rows, lp, pl.lanes))
-    if pl.scores == "host":
-        body.append(HostOp("matmul", (BufRef("sc", aff(0), (*five, lp)),),
-                           (BufRef(pl.buf("q"), aff(0), (*five, dk)),
-                            BufRef("kh", aff(0), (pl.b, 1, pl.kvh, lp, dk)))))
     attrs: tuple = (("scale", pl.scale), ("limit", pl.live))
     if softcap:  # Gemma 2's logit soft-capping: cap * tanh(scores / cap)
         attrs += (("softcap", softcap),)
@@ -78,16 +98,27 @@ def _host(pl: AttnLayout, softcap: float = 0.0) -> tuple[Stream, list[Buffer]]:
         attrs += (("causal", pl.q), ("group", pl.h))
         if 0 < pl.window < pl.l:
             attrs += (("window", pl.window),)
-    body.append(HostOp("masked_softmax", (BufRef("pr", aff(0), (rows, lp)),), (scores,), attrs))
+    waits = Wait(tuple(f"s{k}" for k in range(pl.streams)))
     y = pl.buf("y")
-    if pl.wsum == "pim":
+    if pl.nst > 1:  # each stage's softmax while the banks score the next, merged at the end
+        body += _staged(pl, bufs, scores, attrs, waits, y)
+    else:
+        if not pl.own:
+            body.append(waits)
+        if pl.scores == "host":
+            body.append(HostOp("matmul", (BufRef("sc", aff(0), (*five, lp)),),
+                               (BufRef(pl.buf("q"), aff(0), (*five, dk)),
+                                BufRef("kh", aff(0), (pl.b, 1, pl.kvh, lp, dk)))))
+        body.append(HostOp("masked_softmax", (BufRef("pr", aff(0), (rows, lp)),), (scores,),
+                           attrs))
+    if pl.nst == 1 and pl.wsum == "pim":
         body += [Signal("p"), Wait(tuple(f"o{k}" for k in range(pl.streams)))]
         if pl.vparts > 1:  # one partial per sequence split and V group
             bufs.append(Buffer("yp", "fp32", pl.vparts * rows * dv))
             body.append(HostOp("reduce_sum", (BufRef(y, aff(0), (rows * dv,)),),
                                (BufRef("yp", aff(0), (pl.vparts, rows * dv)),),
                                (("axis", 0),)))
-    else:
+    elif pl.wsum == "host":
         body.append(HostOp("matmul", (BufRef(y, aff(0), (*five, dv)),),
                            (BufRef("pr", aff(0), (*five, lp)),
                             BufRef("vh", aff(0), (pl.b, 1, pl.kvh, lp, dv))), (("trans_b", 0),)))
