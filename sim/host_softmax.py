@@ -85,9 +85,8 @@ def softmax_part(op: HostOp, x: Arr, base: Arr) -> Arr:
     partials) and the probability buffer ``[rows * n + stages * rows * 2]`` flat
     (probabilities, then per stage and row its ``(m, l)``), output that buffer with the
     stage's columns and statistics written and everything else as it was."""
-    nst, st = len(bounds_of(op)) - 1, int(op.attr("stage"))
-    rows_n = int(op.attr("rows"))
-    lo, hi = bounds_of(op)[st], bounds_of(op)[st + 1]
+    b, st, rows_n = bounds_of(op), int(op.attr("stage")), int(op.attr("rows"))
+    nst, lo, hi = len(b) - 1, b[st], b[st + 1]
     sc = _lanes(op, x, rows_n)
     n = sc.shape[1]
     vals, keep = _visible(op, sc)
@@ -102,12 +101,10 @@ def softmax_part(op: HostOp, x: Arr, base: Arr) -> Arr:
 
 def softmax_merge(op: HostOp, stats: Arr, parts: Arr) -> Arr:
     """The attention output from each stage's statistics ``[stages, rows, 2]`` and its
-    partial outputs ``parts [stages * per_stage, rows * width]`` (attr ``per_stage``
-    partials each: sequence splits and V groups, summed first)."""
-    nst = stats.shape[0]
-    rows = stats.shape[1]
-    per = int(op.attr("per_stage", 1))
-    y = np.asarray(parts, np.float64).reshape(nst, per, rows, -1).sum(axis=1)
+    partial outputs ``parts [stages * k, rows * width]`` (``k`` partials per stage, stage
+    by stage: sequence splits and V groups, summed first)."""
+    nst, rows = stats.shape[0], stats.shape[1]
+    y = np.asarray(parts, np.float64).reshape(nst, -1, rows, parts.shape[-1] // rows).sum(axis=1)
     m, s = np.asarray(stats[..., 0], np.float64), np.asarray(stats[..., 1], np.float64)
     top = m.max(axis=0, keepdims=True)
     w = np.where(s > 0, s * np.exp(np.where(s > 0, m - top, 0.0)), 0.0)  # [stages, rows]
@@ -115,22 +112,24 @@ def softmax_merge(op: HostOp, stats: Arr, parts: Arr) -> Arr:
     return (w[..., None] * y).sum(axis=0).astype(np.float32)
 
 
+def _stage_cols(op: HostOp) -> tuple[int, int]:
+    """(score elements of the stage's columns over every row, lanes per score)."""
+    b, st, rows = bounds_of(op), int(op.attr("stage")), int(op.attr("rows"))
+    lanes = op.ins[0].shape[-1] if len(op.ins[0].shape) == 3 else 1
+    return rows * (b[st + 1] - b[st]), lanes
+
+
 def part_flops(op: HostOp) -> float:
     """A stage's exponent, max, sum and division per column it owns (plus lane sums)."""
-    b = bounds_of(op)
-    st, rows = int(op.attr("stage")), int(op.attr("rows"))
-    cols = rows * (b[st + 1] - b[st])
-    lanes = op.ins[0].shape[-1] if len(op.ins[0].shape) == 3 else 1
+    cols, lanes = _stage_cols(op)
     return 5.0 * cols + (cols * lanes if lanes > 1 else 0)
 
 
 def part_bytes(op: HostOp, in_bytes: int, out_bytes: int) -> float:
     """Bytes a stage moves: its columns of the scores in, of the probabilities out, and
     its statistics (the rest of both buffers is not touched)."""
-    b = bounds_of(op)
-    st, rows = int(op.attr("stage")), int(op.attr("rows"))
-    cols = rows * (b[st + 1] - b[st])
-    lanes = op.ins[0].shape[-1] if len(op.ins[0].shape) == 3 else 1
+    cols, lanes = _stage_cols(op)
+    rows = int(op.attr("rows"))
     return float(cols * lanes * in_bytes + cols * out_bytes + 2 * rows * out_bytes)
 
 

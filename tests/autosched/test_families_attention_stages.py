@@ -45,8 +45,7 @@ def test_stages_merged_by_their_weights_are_the_whole_row_softmax(attrs: dict) -
     parts = np.stack([probs[:, lo:hi] @ v[lo:hi] for lo, hi in zip(bounds[:-1], bounds[1:],
                                                                    strict=True)])
     merge = _softmax_op("softmax_merge", (BufRef("y", 0, (rows * dv,)),),
-                        (BufRef("pr", rows * n, (3, rows, 2)), BufRef("yp", 0, (3, rows * dv))),
-                        per_stage=1)
+                        (BufRef("pr", rows * n, (3, rows, 2)), BufRef("yp", 0, (3, rows * dv))))
     y = run(merge, [buf[rows * n:].reshape(3, rows, 2), parts.reshape(3, -1)])
     np.testing.assert_allclose(y.reshape(rows, dv), whole @ v, atol=1e-5)
 

@@ -59,8 +59,7 @@ def _staged(pl: AttnLayout, bufs: list[Buffer], scores: BufRef, attrs: tuple, wa
     body += [Wait(tuple(f"o{k}" for k in range(pl.streams))),
              HostOp("softmax_merge", (BufRef(y, aff(0), (rows * dv,)),),
                     (BufRef("pr", aff(rows * lp), (n, rows, 2)),
-                     BufRef("yp", aff(0), (pl.partials, rows * dv))),
-                    (("per_stage", pl.vparts),))]
+                     BufRef("yp", aff(0), (pl.partials, rows * dv))))]
     return body
 
 
