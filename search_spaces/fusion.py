@@ -3,8 +3,9 @@
 A plan is a point of :func:`fusion_space` (booleans); ``autosched.fusion.apply_fusion``
 turns an operator graph and a plan into the fused graph. Decisions:
 
-* ``norm_into_linear``: an RMSNorm whose consumers are all linear layers disappears; each
-  consumer gets attr ``prologue="rmsnorm"`` (and ``eps``) and reads the norm's input.
+* ``norm_into_linear``: an RMSNorm or LayerNorm (one scale for the whole row) whose
+  consumers are all linear layers disappears; each consumer gets attr ``prologue`` (the
+  norm's op, and ``eps``) and reads the norm's input.
 * ``merge_qkv``: q, k, v projections become one linear ``qkv_proj``, n = (h + 2 kvh) d,
   output q | k | v per row.
 * ``rope_epilogue`` (only with ``merge_qkv``): ``qkv_proj`` gets attr ``epilogue="rope"``
@@ -21,7 +22,7 @@ turns an operator graph and a plan into the fused graph. Decisions:
   ``epilogue="add_rmsnorm"``: one host op writes the residual and its normalised copy
   side by side, and the norm node disappears (before ``norm_into_linear`` sees it). The
   embedding, which starts the residual stream, does the same for the first block's norm
-  (attr ``epilogue="rmsnorm"``: the looked-up rows, then their norm).
+  (attr ``epilogue="rmsnorm"`` or ``"layernorm"``: the looked-up rows, then their norm).
 * ``argmax_epilogue``: a linear read only by an argmax (the LM head and the next token)
   gets attr ``epilogue="argmax"``: the host op finishing the logits appends each row's
   argmax as one more column, and the argmax node disappears.

@@ -42,8 +42,10 @@ def _check(workload: Workload) -> None:
     if workload.op == "elementwise" and workload.attr("fn") not in ELEMENTWISE_FNS:
         raise SpaceError(f"{workload.key}: elementwise needs attr fn in "
                          f"{', '.join(ELEMENTWISE_FNS)}, got {workload.attr('fn')!r}")
-    if workload.op == "embedding" and workload.attr("epilogue", "") not in ("", "rmsnorm"):
-        raise SpaceError(f"{workload.key}: an embedding's epilogue is rmsnorm or none, got "
+    if workload.op == "embedding" and workload.attr("epilogue", "") not in (
+            "", "rmsnorm", "layernorm"):
+        raise SpaceError(f"{workload.key}: an embedding's epilogue is rmsnorm, layernorm or "
+                         f"none, got "
                          f"{workload.attr('epilogue')!r}")
     if workload.op == "rope" and workload.dims["d"] % 2:
         raise SpaceError(f"{workload.key}: rotate-half rope needs an even head dim d")

@@ -26,7 +26,7 @@ def gemv_terms(hw: Hardware, m: int, n: int, k: int, *, prologue: bool = False,
     ``tail`` = after the last column, its MAC pipeline and one read-out of a register of
     every unit (:func:`_tail_ns`); ``bus`` = input broadcast
     plus read-out bytes per channel on average over the channel bus; plus one host op
-    after the read-out (and one before the start with an rmsnorm ``prologue``). host:
+    after the read-out (and one before the start with a norm ``prologue``). host:
     every weight byte over the external bus, then the matmul (roofline + dispatch), then
     one more op for any ``epilogue`` (bias, residual add, gating).
     """

@@ -109,3 +109,16 @@ def test_per_head_qk_norms_join_the_rotary_epilogue(tmp_path, arch: str) -> None
     assert {(n.workload.attr("qk_heads"), n.workload.attr("rope_heads")) for n in qkv} == \
         {(4, 6)}
     assert not any(g.by_role(r) for r in ("q_norm", "k_norm", "qk_rotary"))
+
+
+def test_two_layernorms_of_one_sum_become_prologues(tmp_path) -> None:
+    """GPT-NeoX normalises each block's input twice (attention's norm and the MLP's):
+    under the full plan each norm, read by one linear, becomes that linear's prologue and
+    no LayerNorm is left a node."""
+    from search_spaces.fusion import FULL_FUSION
+
+    folder = tiny_checkpoint("gpt_neox", tmp_path / "gpt_neox")
+    _, g = model_graph(str(folder), context=8, fusion=dict(FULL_FUSION))
+    assert not [n for n in g if n.workload.op == "layernorm"]
+    assert {n.role for n in g if n.workload.attr("prologue") == "layernorm"} == \
+        {"qkv_proj", "ffn_up"}

@@ -187,3 +187,31 @@ def test_bound_picks_the_cheaper_placement(hw_name):
     assert decode["bound"] == decode["pim"] < decode["host"]
     big = gemv_bound_terms(Workload.make("gemm", m=4096, n=4096, k=4096), hw)
     assert big["bound"] == big["host"] < big["pim"]
+
+
+@pytest.mark.parametrize("hw_name", sorted(HW))
+@pytest.mark.parametrize("m", [1, 3])
+def test_layernorm_prologue_normalises_x_first(hw_name: str, m: int) -> None:
+    """A ``layernorm`` prologue (scale and shift) centres and scales each row of ``x``
+    before the GEMV, in the banks and on the host; the two placements agree with the
+    family's float64 reference to the device type's rounding of the normalised row."""
+    hw, k, n = HW[hw_name], 130, 34
+    w = Workload.make("gemv" if m == 1 else "gemm", m=m, n=n, k=k,
+                      attrs={"prologue": "layernorm", "eps": 1e-5, "bias": 1})
+    rng = np.random.default_rng(7)
+    t = {"x": rng.normal(2.0, 3.0, (m, k)).astype(np.float32),
+         "W": rng.integers(-1, 2, (n, k)).astype(np.float32),
+         "b": rng.integers(-3, 4, n).astype(np.float32),
+         "norm_w": rng.uniform(0.5, 1.5, k).astype(np.float32),
+         "norm_b": rng.uniform(-1, 1, k).astype(np.float32)}
+    xn = (t["x"] - t["x"].mean(-1, keepdims=True)) / np.sqrt(t["x"].var(-1, keepdims=True)
+                                                             + 1e-5)
+    want = (xn * t["norm_w"] + t["norm_b"]) @ t["W"].T + t["b"]
+    for placement in ("pim", "host"):
+        point = family_of(w).default(w, hw) if placement == "pim" else {"placement": "host"}
+        kern = build(w, point, hw)
+        validate(kern.program, hw)
+        assert [getattr(nd, "kind", "") for s in kern.program.streams if s.engine == "host"
+                for nd in s.body][0] == "layernorm"
+        assert simulate(kern.program, hw).latency_ns >= family_of(w).bound(w, hw)
+        np.testing.assert_allclose(kern.run(hw, t), want, atol=2e-2 * np.abs(want).max())

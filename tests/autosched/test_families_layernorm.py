@@ -40,12 +40,14 @@ def test_kernel_matches_numpy() -> None:
 
 def test_model_captures_layernorm_nodes() -> None:
     """Unfused, every norm is a layernorm node; under the default fusion plan each norm of
-    a residual sum is appended by the linear that adds it, the first block's stays."""
+    a residual sum is appended by the linear that adds it, the first block's by the
+    embedding."""
     cm = compile_model(LN, "hbm-pim", context=8, fusion={})
     ops = [n.workload.op for n in cm.graph]
     assert ops.count("layernorm") == 2 * LN.layers + 1 and "rmsnorm" not in ops
     fused = compile_model(LN, "hbm-pim", context=8).graph
-    assert [n.workload.op for n in fused].count("layernorm") == 1
+    assert [n.workload.op for n in fused].count("layernorm") == 0
+    assert fused.by_role("embed")[0].workload.attr("epilogue") == "layernorm"
     assert [n.workload.attr("epilogue") for n in fused].count("add_layernorm") == 2 * LN.layers
 
 

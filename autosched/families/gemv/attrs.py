@@ -6,7 +6,11 @@ from search_spaces import Workload
 from sim.activations import ACTIVATIONS
 from sim.errors import check
 
-__all__ = ["EPILOGUES", "RESIDUAL_EPILOGUES", "gemv_attrs", "has_stage"]
+__all__ = ["EPILOGUES", "PROLOGUES", "RESIDUAL_EPILOGUES", "gemv_attrs", "has_stage"]
+
+# workload attr ``prologue``: the norm the host applies to ``x`` before the GEMV starts
+# (attr ``eps``; constant ``norm_w`` [k], and ``norm_b`` [k] for a LayerNorm)
+PROLOGUES = ("", "rmsnorm", "layernorm")
 
 # workload attr ``epilogue`` -> the stages of ``sim.host_epilogue.EPILOGUES`` it runs (after a
 # ``bias`` stage when attr ``bias=1``): ``add_rmsnorm`` adds the residual ``r`` and also
@@ -42,10 +46,12 @@ def has_stage(epi: object, stage: str) -> bool:
     return stage in EPILOGUES.get(str(epi or ""), ())
 
 
-def gemv_attrs(w: Workload) -> tuple[bool, str, bool]:
-    """(rmsnorm prologue, epilogue: a key of :data:`EPILOGUES`, bias) of ``w``, checked."""
+def gemv_attrs(w: Workload) -> tuple[str, str, bool]:
+    """(prologue: one of :data:`PROLOGUES`, epilogue: a key of :data:`EPILOGUES`, bias) of
+    ``w``, checked."""
     pro, epi, bias = w.attr("prologue", ""), w.attr("epilogue", ""), int(w.attr("bias", 0))
-    check(pro in ("", "rmsnorm"), f"gemv prologue {pro!r} unknown: use rmsnorm or none")
+    check(pro in PROLOGUES, f"gemv prologue {pro!r} unknown: use "
+          f"{', '.join(p for p in PROLOGUES if p)} or none")
     check(epi in EPILOGUES, f"gemv epilogue {epi!r} unknown: use "
           f"{', '.join(e for e in EPILOGUES if e)} or none")
     check(bias in (0, 1), f"gemv attr bias must be 0 or 1, got {bias}")
@@ -64,4 +70,4 @@ def gemv_attrs(w: Workload) -> tuple[bool, str, bool]:
         qh = int(w.attr("qk_heads", 0))
         check(0 < qh < int(w.attr("rope_heads", 0)),
               f"epilogue {epi} needs attr qk_heads between 0 and rope_heads, got {qh}")
-    return pro == "rmsnorm", epi, bool(bias)
+    return str(pro), epi, bool(bias)

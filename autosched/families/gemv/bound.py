@@ -16,7 +16,7 @@ def gemv_bound_terms(workload: Workload, hw: Hardware) -> dict[str, float]:
     with the workload's prologue and epilogue); the bound is the smaller placement."""
     pro, epi, bias = gemv_attrs(workload)
     d = workload.dims
-    return gemv_terms(hw, d["m"], d["n"], d["k"], prologue=pro, epilogue=bool(bias or epi))
+    return gemv_terms(hw, d["m"], d["n"], d["k"], prologue=bool(pro), epilogue=bool(bias or epi))
 
 
 def gemv_bound(workload: Workload, hw: Hardware) -> float:

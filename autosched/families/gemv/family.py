@@ -166,8 +166,12 @@ class GemvFamily(Family):
         w, out = node.workload, {}
         if w.attr("bias", 0):
             out["b"] = joined(source, node, "b")
-        if w.attr("prologue") == "rmsnorm":
+        if w.attr("prologue"):
             out["norm_w"] = norm_weight(source, node, "norm_w", w.dims["k"])
+        if w.attr("prologue") == "layernorm":
+            name = node.param("norm_b")
+            out["norm_b"] = source.get(name).reshape(-1) if name else \
+                np.zeros(w.dims["k"], np.float32)
         if has_stage(w.attr("epilogue"), "rope"):
             out["cos"], out["sin"] = rope_constants(
                 source, node, positions, int(w.attr("rope_rot", w.attr("rope_d"))),
@@ -187,8 +191,11 @@ class GemvFamily(Family):
 
     def reference(self, node, ops, tensors, env) -> Arr:
         w, x = node.workload, ops["x"]
+        eps = float(w.attr("eps", DEFAULT_EPS))
         if w.attr("prologue") == "rmsnorm":
-            x = rms_norm(x, tensors["norm_w"], float(w.attr("eps", DEFAULT_EPS)))
+            x = rms_norm(x, tensors["norm_w"], eps)
+        elif w.attr("prologue") == "layernorm":
+            x = layer_norm(x, tensors["norm_w"], tensors["norm_b"], eps)
         z = x @ np.asarray(tensors["W"], np.float64).T
         if w.attr("bias", 0):
             z = z + tensors["b"]

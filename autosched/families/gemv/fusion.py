@@ -9,7 +9,8 @@ merged linears are named ``l{i}.qkv_proj`` / ``l{i}.gate_up`` (roles ``qkv_proj`
 ``epilogue``, ``out_eps``), removed nodes' consumers read the node that replaced them.
 ``fuse_weights`` gives the weights of the fused graph (merged ``W``/``b`` concatenated in
 q|k|v and gate|up order, ``norm_w`` / ``out_norm_w`` from the absorbed norm's ``w``, and
-``out_norm_b`` from its ``b`` where a LayerNorm is appended: ``add_layernorm``).
+``norm_b`` / ``out_norm_b`` from a LayerNorm's ``b``: a ``layernorm`` prologue,
+``add_layernorm``).
 
 Beyond the plan's names: ``silu_mul_epilogue`` gates ``gate_up`` by whichever activation
 the MLP uses (``{act}_mul``: SiLU, GELU, ReLU) and gives a non-gated ``fc1`` its
@@ -188,8 +189,14 @@ def _argmax(st: FusionState) -> None:
 
 
 def _norms(st: FusionState) -> None:
-    for r in [n for n in st.nodes if n.workload.op == "rmsnorm"]:
+    """Each RMSNorm read only as the ``x`` of linears becomes their prologue, and so does a
+    one-scale LayerNorm read by one linear (each reader would repeat the norm, which costs
+    a LayerNorm more than the dispatch it saves)."""
+    for r in [n for n in st.nodes if n.workload.op in ("rmsnorm", "layernorm")
+              and int(n.workload.attr("heads", 1)) == 1]:
         users = st.consumers(r.name)
+        if r.workload.op == "layernorm" and len(users) != 1:
+            continue
         if not users or not all(u.workload.op in LINEAR and u.inputs[0] == r.name
                                 and r.name not in u.inputs[1:]
                                 and not u.workload.attr("prologue") for u in users):
@@ -198,10 +205,11 @@ def _norms(st: FusionState) -> None:
         for u in users:
             st.norm[u.name] = r.name
             params = dict(u.params)
-            if r.param("w"):
-                params["norm_w"] = r.param("w")
+            for src, dst in (("w", "norm_w"), ("b", "norm_b")):
+                if r.param(src):
+                    params[dst] = r.param(src)
             st.swap(u, dataclasses.replace(
-                u, workload=with_attrs(u.workload, prologue="rmsnorm", eps=eps),
+                u, workload=with_attrs(u.workload, prologue=r.workload.op, eps=eps),
                 inputs=(r.inputs[0], *u.inputs[1:]), params=tuple(sorted(params.items()))))
         st.swap(r, None)
 
@@ -250,7 +258,9 @@ def fuse_weights(graph: OpGraph, plan: dict,
             if n.name in st.scale and key in t:
                 t[key] = t[key] * st.scale[n.name]
         if n.name in st.norm:
-            t["norm_w"] = weights[st.norm[n.name]]["w"]
+            for src, dst in (("w", "norm_w"), ("b", "norm_b")):
+                if src in weights.get(st.norm[n.name], {}):
+                    t[dst] = weights[st.norm[n.name]][src]
         if n.name in st.out_norm:
             t["out_norm_w"] = weights[st.out_norm[n.name]]["w"]
             if "b" in weights[st.out_norm[n.name]]:

@@ -137,7 +137,7 @@ def norm_epilogue(st: FusionState) -> None:
             if r.param(k):
                 params[f"out_norm_{k}"] = r.param(k)
         st.out_norm[lin.name] = r.name
-        epi = "rmsnorm" if lin.workload.op == "embedding" else \
+        epi = r.workload.op if lin.workload.op == "embedding" else \
             f"{lin.workload.attr('epilogue')}_{r.workload.op}"
         st.swap(lin, dataclasses.replace(
             lin, workload=with_attrs(lin.workload, epilogue=epi, out_eps=eps),
@@ -147,6 +147,7 @@ def norm_epilogue(st: FusionState) -> None:
 
 
 def _layer_norm(u: OpNode, lin: OpNode) -> bool:
-    """Whether ``u`` is a whole-row LayerNorm an ``add`` epilogue of ``lin`` can append."""
+    """Whether ``u`` is a whole-row LayerNorm an ``add`` epilogue of ``lin`` (or the
+    embedding) can append."""
     return u.workload.op == "layernorm" and int(u.workload.attr("heads", 1)) == 1 and \
-        lin.workload.attr("epilogue") == "add"
+        (lin.workload.attr("epilogue") == "add" or lin.workload.op == "embedding")

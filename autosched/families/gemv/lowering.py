@@ -6,9 +6,10 @@ Core: ``placement=pim`` is ``sim.kernels.gemv`` with the point's options;
 keeps them), or ``sim.kernels.gemv_baseline`` when no PIM layout fits. From the
 workload's attrs (names as the whole-model compiler binds them):
 
-* ``prologue="rmsnorm"`` (attr ``eps``, constant ``norm_w`` [k]): ``x`` is normalised on
-  the host into the device-typed buffer ``xn`` the core reads; the PIM streams wait for
-  ``Signal("start")``, which the host gives after the prologue.
+* ``prologue="rmsnorm"`` (attr ``eps``, constant ``norm_w`` [k]) or ``"layernorm"``
+  (constant ``norm_b`` [k] too): ``x`` is normalised on the host into the device-typed
+  buffer ``xn`` the core reads; the PIM streams wait for ``Signal("start")``, which the
+  host gives after the prologue.
 * ``bias=1`` (constant ``b`` [n]), ``epilogue="add"`` (input ``r`` [m, n]),
   ``epilogue="silu_mul"`` (output ``[m, n/2]``), ``epilogue="add_rmsnorm"`` (input ``r``,
   constant ``out_norm_w`` [n], attr ``out_eps``; output ``[m, 2n]``: the sum, then its
@@ -41,15 +42,17 @@ from .attrs import EPILOGUES, gemv_attrs
 __all__ = ["gemv_kernel"]
 
 
-def _prologue(m: int, k: int, kp: int, eps: float) -> tuple[list[Node], list[Buffer]]:
-    """rmsnorm of ``x`` [m, k] into ``xn`` whose rows are ``kp`` apart (several rows:
-    normalised whole, then placed by one strided copy)."""
+def _prologue(pro: str, m: int, k: int, kp: int,
+              eps: float) -> tuple[list[Node], list[Buffer]]:
+    """The norm ``pro`` of ``x`` [m, k] into ``xn`` whose rows are ``kp`` apart (several
+    rows: normalised whole, then placed by one strided copy)."""
     attrs = (("eps", float(eps)),)
+    consts = (BufRef("norm_w", aff(0), (k,)),) + (
+        (BufRef("norm_b", aff(0), (k,)),) if pro == "layernorm" else ())
+    x = BufRef("x", aff(0), (m, k))
     if kp == k or m == 1:
-        return [HostOp("rmsnorm", (BufRef("xn", aff(0), (m, k)),),
-                       (BufRef("x", aff(0), (m, k)), BufRef("norm_w", aff(0), (k,))), attrs)], []
-    norm = HostOp("rmsnorm", (BufRef("xr", aff(0), (m, k)),),
-                  (BufRef("x", aff(0), (m, k)), BufRef("norm_w", aff(0), (k,))), attrs)
+        return [HostOp(pro, (BufRef("xn", aff(0), (m, k)),), (x, *consts), attrs)], []
+    norm = HostOp(pro, (BufRef("xr", aff(0), (m, k)),), (x, *consts), attrs)
     return [norm, _cols("xr", k, 0, k, "xn", kp, 0, m)], [Buffer("xr", "fp32", m * k)]
 
 
@@ -85,14 +88,15 @@ def gemv_kernel(workload: Workload, point: dict, hw: Hardware) -> Kernel:
                 else gemv_baseline(hw, n, k, m, epilogue=tail))
     else:
         raise AutoschedError(f"placement {point['placement']!r} unknown: use pim or host")
-    name = core.program.name + ("_rms" if pro else "") + ("_bias" if bias else "") \
+    name = core.program.name + {"": "", "rmsnorm": "_rms", "layernorm": "_ln"}[pro] \
+        + ("_bias" if bias else "") \
         + (f"_{epi}" * bool(epi))
     if not pro:
         return replace(core, program=replace(core.program, name=name))
-    return _prologue_wrap(core, m, k, float(workload.attr("eps", 1e-5)), name)
+    return _prologue_wrap(core, pro, m, k, float(workload.attr("eps", 1e-5)), name)
 
 
-def _prologue_wrap(core: Kernel, m: int, k: int, eps: float, name: str) -> Kernel:
+def _prologue_wrap(core: Kernel, pro: str, m: int, k: int, eps: float, name: str) -> Kernel:
     """``core`` reading the host-normalised ``xn`` instead of its input ``x``: the host
     normalises first and signals ``start``, which the PIM streams wait for."""
     prog = core.program
@@ -101,8 +105,10 @@ def _prologue_wrap(core: Kernel, m: int, k: int, eps: float, name: str) -> Kerne
     head: list[Node] = []
     streams: list[Stream] = []
     bufs = [b for b in prog.buffers if b.name != "x"]
-    bufs += [replace(xbuf, name="xn"), Buffer("x", "fp32", m * k), Buffer("norm_w", "fp32", k)]
-    head, extra = _prologue(m, k, kp, eps)
+    consts = ("norm_w", "norm_b") if pro == "layernorm" else ("norm_w",)
+    bufs += [replace(xbuf, name="xn"), Buffer("x", "fp32", m * k),
+             *(Buffer(c, "fp32", k) for c in consts)]
+    head, extra = _prologue(pro, m, k, kp, eps)
     bufs += extra
     if any(s.engine == "pim" for s in prog.streams):
         head.append(Signal("start"))
@@ -114,6 +120,7 @@ def _prologue_wrap(core: Kernel, m: int, k: int, eps: float, name: str) -> Kerne
             body = (*head, *body)
         streams.append(replace(s, body=body))
     return Kernel(Program(tuple(streams), tuple(bufs), name=name),
-                  (*core.inputs, "norm_w"), core.output, core.output_shape, core.place,
-                  input_shapes=(*core.input_shapes, (k,)),
-                  padded_shapes=((m, k), *core.padded_shapes[1:], (k,)), staged=core.staged)
+                  (*core.inputs, *consts), core.output, core.output_shape, core.place,
+                  input_shapes=(*core.input_shapes, *((k,),) * len(consts)),
+                  padded_shapes=((m, k), *core.padded_shapes[1:], *((k,),) * len(consts)),
+                  staged=core.staged)

@@ -24,7 +24,7 @@ from sim.hardware import Hardware
 from sim.kernels import Kernel
 
 from ..base import Family, Option
-from ..common import activate, head_split, norm_weight, rms_norm, rope_tables, rotate
+from ..common import activate, head_split, layer_norm, norm_weight, rms_norm, rope_tables, rotate
 from .bound import pointwise_bound
 from .kernels import binary, fn_attrs, one_host_op, pim_kernel, shapes_of
 
@@ -221,7 +221,8 @@ class ElementwiseFamily(_Pointwise):
 
 class EmbeddingFamily(_Pointwise):
     """Rows of the table for the step's token ids; with attr ``epilogue="rmsnorm"`` also
-    their RMS norm beside them (attr ``out_eps``, constant ``out_norm_w``; ``[m, 2n]``)."""
+    their RMS norm beside them (attr ``out_eps``, constant ``out_norm_w``; ``[m, 2n]``),
+    with ``"layernorm"`` their LayerNorm (constant ``out_norm_b`` too)."""
 
     ops: ClassVar[tuple[str, ...]] = ("embedding",)
     reads_tokens: ClassVar[bool] = True
@@ -235,15 +236,16 @@ class EmbeddingFamily(_Pointwise):
         m, n, v = workload.dims["m"], workload.dims["n"], workload.dims["v"]
         ins, out, attrs = [("ids", (m,), (m,)), ("table", (v, n), (v, n))], (m, n), ()
         if self.writes_norm(workload):
-            ins.append(("out_norm_w", (n,), (n,)))
+            ln = workload.attr("epilogue") == "layernorm"
+            ins += [(c, (n,), (n,)) for c in ("out_norm_w", "out_norm_b")[:1 + ln]]
             out = (m, 2 * n)
-            attrs = (("epi", "rmsnorm_cat"),
+            attrs = (("epi", f"{workload.attr('epilogue')}_cat"),
                      ("eps", float(workload.attr("out_eps", DEFAULT_EPS))))
         return one_host_op("embedding_host", "embedding", ins, out, attrs,
                            dtypes={"table": hw.pim.dtype})  # the table: the device's type
 
     def writes_norm(self, workload: Workload) -> bool:
-        return workload.attr("epilogue") == "rmsnorm"
+        return workload.attr("epilogue") in ("rmsnorm", "layernorm")
 
     def output_width(self, workload: Workload) -> int:
         return workload.dims["n"] * (2 if self.writes_norm(workload) else 1)
@@ -263,14 +265,21 @@ class EmbeddingFamily(_Pointwise):
     def constants(self, source: Any, node: Any, positions: Arr) -> dict[str, Arr]:
         out = {"table": source.get(node.param("table"))}
         if self.writes_norm(node.workload):
-            out["out_norm_w"] = norm_weight(source, node, "out_norm_w", node.workload.dims["n"])
+            n = node.workload.dims["n"]
+            out["out_norm_w"] = norm_weight(source, node, "out_norm_w", n)
+            if node.workload.attr("epilogue") == "layernorm":
+                b = node.param("out_norm_b")
+                out["out_norm_b"] = source.get(b).reshape(-1) if b else np.zeros(n, np.float32)
         return out
 
     def reference(self, node, ops, tensors, env) -> Arr:
         x = np.asarray(tensors["table"], np.float64)[ops["ids"][:, 0].astype(np.int64)]
         if self.writes_norm(node.workload):
             eps = float(node.workload.attr("out_eps", DEFAULT_EPS))
-            x = np.concatenate([x, rms_norm(x, tensors["out_norm_w"], eps)], axis=1)
+            norm = layer_norm(x, tensors["out_norm_w"], tensors["out_norm_b"], eps) \
+                if node.workload.attr("epilogue") == "layernorm" else \
+                rms_norm(x, tensors["out_norm_w"], eps)
+            x = np.concatenate([x, norm], axis=1)
         return x
 
 
