@@ -25,7 +25,9 @@ turns an operator graph and a plan into the fused graph. Decisions:
   (attr ``epilogue="rmsnorm"`` or ``"layernorm"``: the looked-up rows, then their norm).
 * ``argmax_epilogue``: a linear read only by an argmax (the LM head and the next token)
   gets attr ``epilogue="argmax"``: the host op finishing the logits appends each row's
-  argmax as one more column, and the argmax node disappears.
+  argmax as one more column, and the argmax node disappears. A final soft-cap of the
+  logits between them (Gemma 2) joins first (``softcap``, ``softcap_argmax``: attr
+  ``cap``).
 
 Plans recorded before a decision existed read it as off (:func:`upgrade_plan`).
 """

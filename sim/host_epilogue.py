@@ -18,6 +18,8 @@ they read follow the op's own inputs, in stage order:
   ``2i, 2i+1`` (attr ``pairs="interleaved"``); ``qknorm`` (inputs ``wq``, ``wk`` [d], attrs
   ``qk_heads``, ``qk_eps``) RMS-normalises those heads first, the first ``qk_heads`` with
   ``wq`` and the others with ``wk``;
+- ``softcap`` (attr ``cap``) caps every element softly, ``cap * tanh(x / cap)`` (Gemma 2's
+  final logits);
 - ``argmax_cat`` appends each row's argmax as one more column: the logits and the next
   token at once.
 """
@@ -40,7 +42,7 @@ EPILOGUES: dict[str, tuple[int, float]] = {
     "bias": (1, 1.0), "add": (1, 1.0), "silu_mul": (0, 3.0), "rmsnorm_cat": (1, 4.0),
     "layernorm_cat": (2, 8.0),
     "rope": (2, 3.0), "argmax_cat": (0, 1.0), "qknorm": (2, 4.0),
-    "rmsnorm": (1, 4.0), **{a: (0, f) for a, f in ACT_FLOPS.items()},
+    "rmsnorm": (1, 4.0), "softcap": (0, 6.0), **{a: (0, f) for a, f in ACT_FLOPS.items()},
     **{f"{a}_mul": (0, (f + 1) / 2) for a, f in ACT_FLOPS.items() if a != "silu"}}
 
 
@@ -144,6 +146,9 @@ def apply(op: HostOp, x: Arr, extra: list[Arr]) -> Arr:
             x = _qk_norms(x, next(it).reshape(-1), next(it).reshape(-1),
                           int(op.attr("qk_heads")), int(op.attr("rope_heads")),
                           float(op.attr("qk_eps", 1e-6)))
+        elif st == "softcap":
+            cap = float(op.attr("cap"))
+            x = cap * np.tanh(x / cap)
         elif st == "argmax_cat":
             idx = np.argmax(x, axis=-1).astype(np.float32)[..., None]
             x = np.concatenate([x, idx], axis=-1)

@@ -10,6 +10,7 @@ same with a LayerNorm); ``rope`` ``cos``, ``sin`` [batch, rope_rot], rotating th
 ``rope_heads`` heads of ``rope_dim`` columns of each row (q | k of a merged projection):
 the first ``rope_rot`` columns of each head (default all), rotate-half or neighbouring
 pairs (``rope_pairs="interleaved"``);
+``softcap`` none, with ``cap`` (``cap * tanh(x / cap)``);
 ``argmax_cat`` none (one more column: each row's argmax, the logits' next token);
 ``qknorm`` ``q_norm_w``, ``k_norm_w`` [rope_dim] with ``qk_eps``: per-head RMS norms of the
 first ``qk_heads`` heads (q) and the next ``rope_heads - qk_heads`` (k), before ``rope``;
@@ -33,7 +34,8 @@ __all__ = ["NO_EPILOGUE", "Epilogue"]
 _INPUTS = {"bias": ("b",), "add": ("r",), "rmsnorm_cat": ("out_norm_w",),
            "layernorm_cat": ("out_norm_w", "out_norm_b"),
            "rmsnorm": ("post_norm_w",),
-           "rope": ("cos", "sin"), "argmax_cat": (), "qknorm": ("q_norm_w", "k_norm_w"),
+           "rope": ("cos", "sin"), "argmax_cat": (), "softcap": (),
+           "qknorm": ("q_norm_w", "k_norm_w"),
            **{a: () for a in ACTIVATIONS}, **{f"{a}_mul": () for a in ACTIVATIONS}}
 
 
@@ -50,6 +52,7 @@ class Epilogue:
     qk_eps: float = 1e-6  # qknorm
     rope_rot: int = 0  # rope: columns of each head rotated (0: all of rope_dim)
     rope_pairs: str = "half"  # rope: "half" (rotate-half) or "interleaved"
+    cap: float = 0.0  # softcap
 
     def __post_init__(self) -> None:
         bad = [st for st in self.stages if st not in EPILOGUES]
@@ -65,6 +68,8 @@ class Epilogue:
                                  "rope_dim, in half or interleaved pairs")
         if "qknorm" in self.stages and not 0 < self.qk_heads < self.rope_heads:
             raise AutoschedError("a qknorm epilogue needs 0 < qk_heads < rope_heads")
+        if "softcap" in self.stages and not self.cap > 0:
+            raise AutoschedError(f"a softcap epilogue needs a cap > 0, got {self.cap}")
 
     def inputs(self) -> tuple[str, ...]:
         """The input buffers the stages read, in stage order."""
@@ -107,6 +112,8 @@ class Epilogue:
             out += (("post_eps", self.post_eps),)
         if "qknorm" in self.stages:
             out += (("qk_heads", self.qk_heads), ("qk_eps", self.qk_eps))
+        if "softcap" in self.stages:
+            out += (("cap", self.cap),)
         return out
 
     def op(self, kind: str, ins: tuple[BufRef, ...], batch: int, n: int,

@@ -122,3 +122,15 @@ def test_two_layernorms_of_one_sum_become_prologues(tmp_path) -> None:
     assert not [n for n in g if n.workload.op == "layernorm"]
     assert {n.role for n in g if n.workload.attr("prologue") == "layernorm"} == \
         {"qkv_proj", "ffn_up"}
+
+
+def test_the_final_soft_cap_joins_the_lm_head(tmp_path) -> None:
+    """Gemma 2 soft-caps its logits before the argmax: under the full plan the LM head
+    caps and picks in its one epilogue, no node of either left."""
+    from search_spaces.fusion import FULL_FUSION
+
+    folder = tiny_checkpoint("gemma2", tmp_path / "gemma2")
+    _, g = model_graph(str(folder), context=8, fusion=dict(FULL_FUSION))
+    head = g.by_role("lm_head")[0].workload
+    assert (head.attr("epilogue"), head.attr("cap")) == ("softcap_argmax", 30.0)
+    assert not g.by_role("logits") and not g.by_role("next_token")

@@ -215,3 +215,23 @@ def test_layernorm_prologue_normalises_x_first(hw_name: str, m: int) -> None:
                 for nd in s.body][0] == "layernorm"
         assert simulate(kern.program, hw).latency_ns >= family_of(w).bound(w, hw)
         np.testing.assert_allclose(kern.run(hw, t), want, atol=2e-2 * np.abs(want).max())
+
+
+@pytest.mark.parametrize("hw_name", sorted(HW))
+@pytest.mark.parametrize("epi", ["softcap", "softcap_argmax"])
+def test_softcap_epilogue_caps_the_logits(hw_name: str, epi: str) -> None:
+    """``softcap`` gives ``cap * tanh(z / cap)`` of every output; ``softcap_argmax`` also
+    appends each row's argmax (of the capped logits: the same as of the raw ones)."""
+    hw, n, k = HW[hw_name], 40, 64
+    w = Workload.make("gemm", m=2, n=n, k=k, attrs={"epilogue": epi, "cap": 5.0})
+    t, z = tensors(Workload.make("gemm", m=2, n=n, k=k))
+    want = 5.0 * np.tanh(z / 5.0)
+    if epi == "softcap_argmax":
+        want = np.concatenate([want, np.argmax(want, -1)[:, None].astype(np.float64)], 1)
+    for point in (family_of(w).default(w, hw), {"placement": "host"}):
+        kern = build(w, point, hw)
+        validate(kern.program, hw)
+        np.testing.assert_allclose(kern.run(hw, t), want, rtol=1e-6, atol=1e-6)
+    bad = Workload.make("gemv", m=1, n=n, k=k, attrs={"epilogue": epi})
+    with pytest.raises(Exception, match="cap > 0"):
+        build(bad, None, hw)

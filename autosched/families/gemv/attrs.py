@@ -27,13 +27,16 @@ PROLOGUES = ("", "rmsnorm", "layernorm")
 # (an ``fc1``); ``{act}_mul`` gates, output [m, n/2] = act(gate) * up; ``qknorm_rope``
 # first RMS-normalises each of the ``rope_heads`` heads, the first attr ``qk_heads`` (q's)
 # with constant ``q_norm_w`` [rope_d] and the rest (k's) with ``k_norm_w`` (attr
-# ``qk_eps``: Qwen3, Gemma 3, OLMo 2's per-head form), then as ``rope``
+# ``qk_eps``: Qwen3, Gemma 3, OLMo 2's per-head form), then as ``rope``; ``softcap`` caps
+# the logits, ``cap * tanh(z / cap)`` (attr ``cap``: Gemma 2's final soft-cap),
+# ``softcap_argmax`` then appends each row's argmax
 EPILOGUES: dict[str, tuple[str, ...]] = {
     "": (), "add": ("add",), "add_rmsnorm": ("add", "rmsnorm_cat"), "rope": ("rope",),
     "add_layernorm": ("add", "layernorm_cat"),
     "qknorm_rope": ("qknorm", "rope"),
     "norm_add": ("rmsnorm", "add"), "norm_add_rmsnorm": ("rmsnorm", "add", "rmsnorm_cat"),
-    "argmax": ("argmax_cat",), **{a: (a,) for a in ACTIVATIONS},
+    "argmax": ("argmax_cat",), "softcap": ("softcap",),
+    "softcap_argmax": ("softcap", "argmax_cat"), **{a: (a,) for a in ACTIVATIONS},
     **{f"{a}_mul": (f"{a}_mul",) for a in ACTIVATIONS}}
 
 
@@ -66,6 +69,9 @@ def gemv_attrs(w: Workload) -> tuple[str, str, bool]:
         check(0 < rot <= d and rot % 2 == 0 and pairs in ("half", "interleaved"),
               f"epilogue {epi} rotates an even rope_rot <= rope_d={d} columns of each head "
               f"in half or interleaved pairs, got {rot} and {pairs!r}")
+    if has_stage(epi, "softcap"):
+        cap = float(w.attr("cap", 0))
+        check(cap > 0, f"epilogue {epi} needs attr cap > 0, got {cap}")
     if has_stage(epi, "qknorm"):
         qh = int(w.attr("qk_heads", 0))
         check(0 < qh < int(w.attr("rope_heads", 0)),

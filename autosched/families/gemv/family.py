@@ -130,7 +130,7 @@ class GemvFamily(Family):
         n, epi = workload.dims["n"], workload.attr("epilogue")
         if self.writes_norm(workload):
             return 2 * n
-        return n // 2 if gated(epi) else n + 1 if epi == "argmax" else n
+        return n // 2 if gated(epi) else n + 1 if has_stage(epi, "argmax_cat") else n
 
     def output_parts(self, graph: Any, node: Any) -> dict[str, tuple[int, int]]:
         w, width = node.workload, self.output_width(node.workload)
@@ -141,7 +141,7 @@ class GemvFamily(Family):
             return {"gate": (0, width // 2), "up": (width // 2, width)}
         if self.writes_norm(w):
             return {"res": (0, width // 2), "norm": (width // 2, width)}
-        if w.attr("epilogue") == "argmax":
+        if has_stage(w.attr("epilogue"), "argmax_cat"):
             return {"out": (0, width - 1), "token": (width - 1, width)}
         return super().output_parts(graph, node)
 
@@ -211,8 +211,12 @@ class GemvFamily(Family):
             z = np.concatenate([z, norm], axis=1)
         elif gated(epi) or epi in ACTIVATIONS:
             z = activate(epi, z)
-        elif epi == "argmax":
+        elif has_stage(epi, "argmax_cat"):
+            if has_stage(epi, "softcap"):
+                z = float(w.attr("cap")) * np.tanh(z / float(w.attr("cap")))
             z = np.concatenate([z, np.argmax(z, axis=-1).astype(np.float64)[:, None]], axis=1)
+        elif epi == "softcap":
+            z = float(w.attr("cap")) * np.tanh(z / float(w.attr("cap")))
         elif has_stage(epi, "rope"):
             heads, d = int(w.attr("rope_heads")), int(w.attr("rope_d"))
             m = z.shape[0]

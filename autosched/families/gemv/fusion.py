@@ -176,14 +176,33 @@ def _rope_into(st: FusionState, r: OpNode, lin: OpNode, epi: str, norms: tuple[O
     st.rewire({x.name: lin.name for x in (*norms, r)})
 
 
+def _softcap(st: FusionState) -> None:
+    """A linear read only by a soft-cap of its whole output (Gemma 2's final logits) caps
+    them in its epilogue: the soft-cap node goes."""
+    for lin in [n for n in st.nodes if n.workload.op in LINEAR]:
+        users = st.consumers(lin.name)
+        if len(users) != 1 or users[0].workload.op != "elementwise" or \
+                users[0].workload.attr("fn") != "softcap" or lin.workload.attr("epilogue") \
+                or users[0].inputs != (lin.name,) \
+                or rows_of(users[0].workload) != rows_of(lin.workload):
+            continue
+        cap = float(users[0].workload.attr("cap"))
+        st.swap(lin, dataclasses.replace(lin, workload=with_attrs(lin.workload,
+                                                                  epilogue="softcap", cap=cap)))
+        st.swap(users[0], None)
+        st.rewire({users[0].name: lin.name})
+
+
 def _argmax(st: FusionState) -> None:
     for a in [n for n in st.nodes if n.workload.op == "argmax"]:
         lin = next((n for n in st.nodes if a.inputs == (n.name,)), None)
-        if (lin is None or lin.workload.op not in LINEAR or lin.workload.attr("epilogue")
+        if (lin is None or lin.workload.op not in LINEAR
+                or lin.workload.attr("epilogue", "") not in ("", "softcap")
                 or st.consumers(lin.name) != [a] or rows_of(lin.workload) != rows_of(a.workload)
                 or lin.workload.dims["n"] != a.workload.dims["n"]):
-            continue  # only logits read by nothing but their argmax
-        st.swap(lin, dataclasses.replace(lin, workload=with_attrs(lin.workload, epilogue="argmax")))
+            continue  # only logits (soft-capped or not) read by nothing but their argmax
+        epi = "softcap_argmax" if lin.workload.attr("epilogue") else "argmax"
+        st.swap(lin, dataclasses.replace(lin, workload=with_attrs(lin.workload, epilogue=epi)))
         st.swap(a, None)
         st.rewire({a.name: lin.name})
 
@@ -234,6 +253,7 @@ def _fuse(graph: OpGraph, plan: dict) -> FusionState:
     if plan["norm_into_linear"]:
         _norms(st)
     if plan["argmax_epilogue"]:
+        _softcap(st)
         _argmax(st)
     return st
 
