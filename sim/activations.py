@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-__all__ = ["ACTIVATIONS", "ACT_FLOPS", "gelu_erf", "gelu_tanh", "silu"]
+__all__ = ["ACTIVATIONS", "ACT_FLOPS", "gelu_erf", "gelu_tanh", "silu", "soft_cap"]
 
 Arr = np.ndarray
 
@@ -36,6 +36,11 @@ def _erf(x: Arr) -> Arr:
 def gelu_erf(x: Arr) -> Arr:
     """GELU, exact (erf) form."""
     return 0.5 * x * (1.0 + _erf(x * 0.7071067811865476))
+
+
+def soft_cap(x: Arr, cap: float) -> Arr:
+    """``cap * tanh(x / cap)``: ``x`` squashed into ``(-cap, cap)`` (Gemma 2's logits)."""
+    return cap * np.tanh(x / cap)
 
 
 ACTIVATIONS: dict[str, Callable[[Arr], Arr]] = {

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .activations import ACT_FLOPS, ACTIVATIONS
+from .activations import ACT_FLOPS, ACTIVATIONS, soft_cap
 from .errors import ProgramError
 from .isa import HostOp
 
@@ -147,8 +147,7 @@ def apply(op: HostOp, x: Arr, extra: list[Arr]) -> Arr:
                           int(op.attr("qk_heads")), int(op.attr("rope_heads")),
                           float(op.attr("qk_eps", 1e-6)))
         elif st == "softcap":
-            cap = float(op.attr("cap"))
-            x = cap * np.tanh(x / cap)
+            x = soft_cap(x, float(op.attr("cap")))
         elif st == "argmax_cat":
             idx = np.argmax(x, axis=-1).astype(np.float32)[..., None]
             x = np.concatenate([x, idx], axis=-1)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .activations import gelu_erf, gelu_tanh, silu
+from .activations import gelu_erf, gelu_tanh, silu, soft_cap
 from .errors import ProgramError
 from .hardware import DTYPE_BYTES
 from .host_epilogue import EPILOGUES, apply, flops, layer_norm, own_width, rms, rotary, stages
@@ -35,8 +35,7 @@ Arr = np.ndarray
 
 
 def _softcap(op: HostOp, x: Arr) -> Arr:
-    cap = float(op.attr("cap"))
-    return cap * np.tanh(x / cap)
+    return soft_cap(x, float(op.attr("cap")))
 
 
 def _rmsnorm(op: HostOp, x: Arr, w: Arr) -> Arr:

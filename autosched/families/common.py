@@ -33,6 +33,12 @@ def norm_weight(source: Any, node: Any, local: str, n: int) -> Arr:
     return source.get(name) if name else np.ones(n, np.float32)
 
 
+def norm_bias(source: Any, node: Any, local: str, n: int) -> Arr:
+    """The norm shift ``local`` of ``node`` flattened, or zeros when the norm has none."""
+    name = node.param(local)
+    return source.get(name).reshape(-1) if name else np.zeros(n, np.float32)
+
+
 def rope_tables(source: Any, node: Any, positions: Arr, d: int) -> tuple[Arr, Arr]:
     """cos, sin ``[len(positions), d]`` from the node's rotary module (``rotary``), as the
     model's own module computes them for these positions (every RoPE scaling; a module

@@ -45,8 +45,7 @@ def _check(workload: Workload) -> None:
     if workload.op == "embedding" and workload.attr("epilogue", "") not in (
             "", "rmsnorm", "layernorm"):
         raise SpaceError(f"{workload.key}: an embedding's epilogue is rmsnorm, layernorm or "
-                         f"none, got "
-                         f"{workload.attr('epilogue')!r}")
+                         f"none, got {workload.attr('epilogue')!r}")
     if workload.op == "rope" and workload.dims["d"] % 2:
         raise SpaceError(f"{workload.key}: rotate-half rope needs an even head dim d")
 

@@ -8,9 +8,10 @@ from sim.errors import check
 
 __all__ = ["EPILOGUES", "PROLOGUES", "RESIDUAL_EPILOGUES", "gemv_attrs", "has_stage"]
 
-# workload attr ``prologue``: the norm the host applies to ``x`` before the GEMV starts
-# (attr ``eps``; constant ``norm_w`` [k], and ``norm_b`` [k] for a LayerNorm)
-PROLOGUES = ("", "rmsnorm", "layernorm")
+# workload attr ``prologue`` -> the constants [k] of the norm the host applies to ``x``
+# before the GEMV starts (attr ``eps``); the host op is named by the prologue
+PROLOGUES: dict[str, tuple[str, ...]] = {"": (), "rmsnorm": ("norm_w",),
+                                         "layernorm": ("norm_w", "norm_b")}
 
 # workload attr ``epilogue`` -> the stages of ``sim.host_epilogue.EPILOGUES`` it runs (after a
 # ``bias`` stage when attr ``bias=1``): ``add_rmsnorm`` adds the residual ``r`` and also
@@ -50,7 +51,7 @@ def has_stage(epi: object, stage: str) -> bool:
 
 
 def gemv_attrs(w: Workload) -> tuple[str, str, bool]:
-    """(prologue: one of :data:`PROLOGUES`, epilogue: a key of :data:`EPILOGUES`, bias) of
+    """(prologue: a key of :data:`PROLOGUES`, epilogue: a key of :data:`EPILOGUES`, bias) of
     ``w``, checked."""
     pro, epi, bias = w.attr("prologue", ""), w.attr("epilogue", ""), int(w.attr("bias", 0))
     check(pro in PROLOGUES, f"gemv prologue {pro!r} unknown: use "

@@ -16,13 +16,22 @@ import numpy as np
 from search_spaces import Schedule, Space, Workload
 from search_spaces.gemv import gemv_default, gemv_library, gemv_space
 from search_spaces.pointwise import DEFAULT_EPS
-from sim.activations import ACTIVATIONS
+from sim.activations import ACTIVATIONS, soft_cap
 from sim.errors import AutoschedError
 from sim.hardware import Hardware
 from sim.kernels import Kernel
 
 from ..base import Family, Option
-from ..common import activate, gated, head_split, joined, layer_norm, norm_weight, rms_norm
+from ..common import (
+    activate,
+    gated,
+    head_split,
+    joined,
+    layer_norm,
+    norm_bias,
+    norm_weight,
+    rms_norm,
+)
 from ..pointwise.families import rope_constants, rope_reference
 from . import fit, fusion
 from .attrs import RESIDUAL_EPILOGUES, gemv_attrs, has_stage
@@ -169,9 +178,7 @@ class GemvFamily(Family):
         if w.attr("prologue"):
             out["norm_w"] = norm_weight(source, node, "norm_w", w.dims["k"])
         if w.attr("prologue") == "layernorm":
-            name = node.param("norm_b")
-            out["norm_b"] = source.get(name).reshape(-1) if name else \
-                np.zeros(w.dims["k"], np.float32)
+            out["norm_b"] = norm_bias(source, node, "norm_b", w.dims["k"])
         if has_stage(w.attr("epilogue"), "rope"):
             out["cos"], out["sin"] = rope_constants(
                 source, node, positions, int(w.attr("rope_rot", w.attr("rope_d"))),
@@ -182,9 +189,7 @@ class GemvFamily(Family):
         if self.writes_norm(w):
             out["out_norm_w"] = norm_weight(source, node, "out_norm_w", w.dims["n"])
         if has_stage(w.attr("epilogue"), "layernorm_cat"):
-            name = node.param("out_norm_b")
-            out["out_norm_b"] = source.get(name).reshape(-1) if name else \
-                np.zeros(w.dims["n"], np.float32)
+            out["out_norm_b"] = norm_bias(source, node, "out_norm_b", w.dims["n"])
         if has_stage(w.attr("epilogue"), "rmsnorm"):
             out["post_norm_w"] = norm_weight(source, node, "post_norm_w", w.dims["n"])
         return out
@@ -211,12 +216,10 @@ class GemvFamily(Family):
             z = np.concatenate([z, norm], axis=1)
         elif gated(epi) or epi in ACTIVATIONS:
             z = activate(epi, z)
-        elif has_stage(epi, "argmax_cat"):
-            if has_stage(epi, "softcap"):
-                z = float(w.attr("cap")) * np.tanh(z / float(w.attr("cap")))
+        if has_stage(epi, "softcap"):
+            z = soft_cap(z, float(w.attr("cap")))
+        if has_stage(epi, "argmax_cat"):
             z = np.concatenate([z, np.argmax(z, axis=-1).astype(np.float64)[:, None]], axis=1)
-        elif epi == "softcap":
-            z = float(w.attr("cap")) * np.tanh(z / float(w.attr("cap")))
         elif has_stage(epi, "rope"):
             heads, d = int(w.attr("rope_heads")), int(w.attr("rope_d"))
             m = z.shape[0]

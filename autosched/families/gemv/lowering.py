@@ -38,7 +38,7 @@ from sim.kernels import Epilogue, Kernel, gemv, gemv_baseline
 from sim.kernels.gemv_host import gemv_host
 from sim.program import Buffer, Node, Program, Stream
 
-from .attrs import EPILOGUES, gemv_attrs
+from .attrs import EPILOGUES, PROLOGUES, gemv_attrs
 
 __all__ = ["gemv_kernel"]
 
@@ -48,8 +48,7 @@ def _prologue(pro: str, m: int, k: int, kp: int,
     """The norm ``pro`` of ``x`` [m, k] into ``xn`` whose rows are ``kp`` apart (several
     rows: normalised whole, then placed by one strided copy)."""
     attrs = (("eps", float(eps)),)
-    consts = (BufRef("norm_w", aff(0), (k,)),) + (
-        (BufRef("norm_b", aff(0), (k,)),) if pro == "layernorm" else ())
+    consts = tuple(BufRef(c, aff(0), (k,)) for c in PROLOGUES[pro])
     x = BufRef("x", aff(0), (m, k))
     if kp == k or m == 1:
         return [HostOp(pro, (BufRef("xn", aff(0), (m, k)),), (x, *consts), attrs)], []
@@ -106,7 +105,7 @@ def _prologue_wrap(core: Kernel, pro: str, m: int, k: int, eps: float, name: str
     head: list[Node] = []
     streams: list[Stream] = []
     bufs = [b for b in prog.buffers if b.name != "x"]
-    consts = ("norm_w", "norm_b") if pro == "layernorm" else ("norm_w",)
+    consts = PROLOGUES[pro]
     bufs += [replace(xbuf, name="xn"), Buffer("x", "fp32", m * k),
              *(Buffer(c, "fp32", k) for c in consts)]
     head, extra = _prologue(pro, m, k, kp, eps)

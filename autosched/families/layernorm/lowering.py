@@ -13,7 +13,7 @@ from sim.hardware import Hardware
 from sim.kernels import Kernel
 
 from ..base import Family
-from ..common import layer_norm, norm_weight
+from ..common import layer_norm, norm_bias, norm_weight
 from .bound import layernorm_bound
 from .kernel import layernorm_kernel
 
@@ -46,9 +46,8 @@ class LayerNormFamily(Family):
 
     def constants(self, source: Any, node: Any, positions: Arr) -> dict[str, Arr]:
         n = node.workload.dims["n"] * int(node.workload.attr("heads", 1))
-        bias = source.get(node.param("b")) if node.param("b") else np.zeros(n, np.float32)
         return {"w": norm_weight(source, node, "w", n).reshape(-1),
-                "b": np.asarray(bias).reshape(-1)}
+                "b": norm_bias(source, node, "b", n)}
 
     def reference(self, node, ops, tensors, env) -> Arr:
         x, eps = ops["x"], float(node.workload.attr("eps", 1e-5))

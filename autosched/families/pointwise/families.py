@@ -20,11 +20,21 @@ from search_spaces.pointwise import (
     pointwise_library,
     pointwise_space,
 )
+from sim.activations import soft_cap
 from sim.hardware import Hardware
 from sim.kernels import Kernel
 
 from ..base import Family, Option
-from ..common import activate, head_split, layer_norm, norm_weight, rms_norm, rope_tables, rotate
+from ..common import (
+    activate,
+    head_split,
+    layer_norm,
+    norm_bias,
+    norm_weight,
+    rms_norm,
+    rope_tables,
+    rotate,
+)
 from .bound import pointwise_bound
 from .kernels import binary, fn_attrs, one_host_op, pim_kernel, shapes_of
 
@@ -186,8 +196,7 @@ def _elementwise(fn: str, a: Arr, b: Arr | None, w: Workload) -> Arr:
     if fn == "scale":
         return a * float(w.attr("alpha"))
     if fn == "softcap":
-        cap = float(w.attr("cap"))
-        return cap * np.tanh(a / cap)
+        return soft_cap(a, float(w.attr("cap")))
     return activate(fn, np.concatenate([a, b], axis=-1) if b is not None else a)
 
 
@@ -268,8 +277,7 @@ class EmbeddingFamily(_Pointwise):
             n = node.workload.dims["n"]
             out["out_norm_w"] = norm_weight(source, node, "out_norm_w", n)
             if node.workload.attr("epilogue") == "layernorm":
-                b = node.param("out_norm_b")
-                out["out_norm_b"] = source.get(b).reshape(-1) if b else np.zeros(n, np.float32)
+                out["out_norm_b"] = norm_bias(source, node, "out_norm_b", n)
         return out
 
     def reference(self, node, ops, tensors, env) -> Arr:
