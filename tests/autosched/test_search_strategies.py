@@ -4,6 +4,7 @@ moves: crossover under the space's conditions, mutation by one change, elitist p
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -13,8 +14,10 @@ from autosched.search import (
     SCHEDULERS,
     STRATEGIES,
     EvolutionarySearch,
+    SearchContext,
     SearchError,
     SearchSettings,
+    SearchStrategy,
     TaskTuner,
     make_scheduler,
     make_strategy,
@@ -32,11 +35,23 @@ SPACE = Space("toy", 1, (
 ))
 
 
+# smaller round budgets than the defaults: at most 64 sampler asks a round (the contract
+# measures the space out in rounds of 32, whose last rounds' asks are mostly repeats) and a
+# population of 16 bred for the evolutionary strategy (the task has a few hundred points)
+CONTRACT_SETTINGS = SearchSettings(max_asks=64, population=16, newcomers=8)
+
+
 @pytest.mark.parametrize("kind", ["tpe", "evolutionary"])  # random: OptunaSearch as tpe
 class TestEveryStrategy(StrategyContract):
     @pytest.fixture
     def strategy(self, kind: str):
         return make_strategy(kind)
+
+    @staticmethod
+    def context(db: Path, runner: LocalRunner, strategy: SearchStrategy, *,
+                ranked: bool = False, seed: int = 0) -> SearchContext:
+        ctx = StrategyContract.context(db, runner, strategy, ranked=ranked, seed=seed)
+        return dataclasses.replace(ctx, settings=CONTRACT_SETTINGS)
 
 
 def test_the_registry_knows_every_strategy_and_scheduler_by_name() -> None:

@@ -25,8 +25,9 @@ from experiments.bench_search_runs import ReplayRunner, search_curve, transfer_m
 from search_spaces import Workload
 from sim.hwio import load_hardware
 
-SMALL = Workload.make("attention", b=1, q=1, h=2, kvh=1, d=16, l=32)
-OTHER = Workload.make("attention", b=1, q=1, h=2, kvh=1, d=16, l=64)
+# two query heads on one KV head (726 points on aim-gddr6), and one head (252 points)
+SMALL = Workload.make("attention", b=1, q=1, h=2, kvh=1, d=16, l=16)
+OTHER = Workload.make("attention", b=1, q=1, h=1, kvh=1, d=16, l=16)
 
 
 def test_trials_to_counts_measurements_and_budget_plus_one_when_never() -> None:
