@@ -21,15 +21,21 @@ from .checks import output_file, positive, write_atomic
 from .lookup_cmd import open_existing
 from .numbers import integer
 from .output import kv_table, print_json, table
-from .steps import ROUTING_HELP, budget_rows, partition_arg, resolve_partition, resolve_step
+from .steps import (
+    QUANTIZE_HELP,
+    ROUTING_HELP,
+    budget_rows,
+    partition_arg,
+    resolve_partition,
+    resolve_step,
+)
 
 
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", required=True, metavar="NAME|config.json")
     p.add_argument("--hw", default="hbm-pim", metavar="NAME|FILE")
     p.add_argument("--quantize", default=None, metavar="w8|w4g128",
-                   help="quantize every linear but the LM head to this weight format on "
-                        "the fly (round to nearest), for what-if studies")
+                   help=QUANTIZE_HELP)
     p.add_argument("--db", default=None, metavar="PATH|URL",
                    help=f"tuned-schedule database (default: {DB_DEFAULT} if it exists); "
                         "'none' for the default schedules")

@@ -18,6 +18,7 @@ from sim.timing.decompose import PARTS
 
 from .numbers import integer
 from .output import kv_table, print_json, table
+from .steps import QUANTIZE_HELP, with_model_flags
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -26,13 +27,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("kernels", help="compiler vs hand-written library kernels, per operator")
     p.add_argument("--model", required=True, metavar="NAME|config.json")
     p.add_argument("--hw", default="hbm-pim", metavar="NAME|FILE")
+    p.add_argument("--quantize", default=None, metavar="w8|w4g128",
+                   help=QUANTIZE_HELP)
     p.add_argument("--phase", choices=("decode", "prefill"), default="decode")
     p.add_argument("--batch", type=integer("--batch"), default=1)
     p.add_argument("--context", type=integer("--context"), default=DEFAULT_CONTEXT,
                    help=f"KV positions (prompt if prefill); default {DEFAULT_CONTEXT}")
     p.add_argument("--db", default=None, metavar="PATH|URL|export.json",
                    help=f"tuning database or tuned-schedule export (default: {DB_DEFAULT} if "
-                        "it exists, else each family's default schedule)")
+                        "it exists, else each family's default schedule); 'none' for the "
+                        "default schedules")
     p.add_argument("--tuned", dest="db", metavar="PATH|URL|export.json",
                    help=argparse.SUPPRESS)  # the former name of --db
     p.add_argument("--json", action="store_true")
@@ -49,6 +53,8 @@ def _source(db: str | None):
     from autosched.regress.sources import DatabaseSchedules
     from autosched.regress.tuned import open_schedules
 
+    if db == "none":
+        return DatabaseSchedules(None), "the default schedules (--db none)"
     if db is None:
         if not Path(DB_DEFAULT).exists():
             return DatabaseSchedules(None), f"the default schedules (no {DB_DEFAULT})"
@@ -64,12 +70,13 @@ def _run(args: argparse.Namespace) -> int:
     from sim.hwio import load_hardware
 
     hw = load_hardware(args.hw)
-    cfg = resolve_model(args.model)
+    cfg = with_model_flags(resolve_model(args.model), args)
     source, where = _source(args.db)
     graph = model_graph(cfg, phase=args.phase, batch=args.batch, context=args.context)[1]
     choices = source.choices(graph, hw)  # an export lacking a workload, a foreign database
     h = handoff(args.model, args.hw, runner=Runner(repeats=1, tuned=source),
-                phase=args.phase, batch=args.batch, context=args.context)
+                phase=args.phase, batch=args.batch, context=args.context,
+                quantize=args.quantize)
     parts = _decomposition(h, choices, hw)
     if args.json:
         print_json({**h.to_dict(), "schedules_from": where, "decomposition": parts})

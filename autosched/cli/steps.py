@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import argparse
 
-__all__ = ["ROUTING_HELP", "budget_rows", "partition_arg", "resolve_partition", "resolve_step",
-           "with_model_flags"]
+__all__ = ["QUANTIZE_HELP", "ROUTING_HELP", "budget_rows", "partition_arg",
+           "resolve_partition", "resolve_step", "with_model_flags"]
 
 ROUTING_HELP = ("a mixture of experts: the routing measured from prompts (what `autosched "
                 "run --record-routing` writes) instead of uniform")
+QUANTIZE_HELP = ("quantize every linear but the LM head to this weight format on the fly "
+                 "(round to nearest), for what-if studies")
 
 
 def resolve_step(args: argparse.Namespace, *, phase: str | None = None,

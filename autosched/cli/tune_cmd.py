@@ -14,7 +14,7 @@ from sim.errors import AutoschedError
 from .checks import output_file, positive, write_atomic
 from .numbers import integer, real
 from .output import kv_table, table
-from .steps import ROUTING_HELP, with_model_flags
+from .steps import QUANTIZE_HELP, ROUTING_HELP, with_model_flags
 
 if TYPE_CHECKING:
     from ..search import Progress
@@ -29,8 +29,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="a built-in model (see `autosched models`) or a config.json")
     p.add_argument("--hw", default="hbm-pim", metavar="NAME|FILE", help="default: hbm-pim")
     p.add_argument("--quantize", default=None, metavar="w8|w4g128",
-                   help="quantize every linear but the LM head to this weight format on "
-                        "the fly (round to nearest)")
+                   help=QUANTIZE_HELP)
     p.add_argument("--routing", default=None, metavar="FILE", help=ROUTING_HELP)
     p.add_argument("--phase", type=_phases, default=["decode"], metavar="decode|prefill[,..]",
                    help="decode or prefill; a comma list tunes a serving profile")

@@ -12,7 +12,8 @@ which the baseline and the history keep them:
   many rows per bank as it needs (a power of two; every timing unchanged), as the
   hand-off does for the library kernels' sparse layouts (not part of the ``id``: it
   changes only a case that could not be measured otherwise; the result's ``info`` says
-  the rows per bank used).
+  the rows per bank used); ``quantize`` (``w8``, ``w4g128``, ...): every linear but the LM
+  head quantized to that weight format on the fly, as ``--quantize`` does.
 * :class:`KernelCase`: the library GEMV of ``sim/kernels`` alone (what a hardware team
   ships), with its plain-memory baseline.
 * :class:`TuneCase`: a fixed search (one workload of a model, a budget, a seed) whose
@@ -61,6 +62,7 @@ class ModelCase:
     fusion: str = "none"
     baseline: bool = False
     grow: bool = False
+    quantize: str | None = None
 
     def __post_init__(self) -> None:
         check(self.phase in ("decode", "prefill"), f"phase {self.phase!r}: use decode or prefill")
@@ -74,8 +76,18 @@ class ModelCase:
     @property
     def id(self) -> str:
         fused = "+fused" if self.fusion == "full" else ""
-        return (f"{self.model}/{self.hw}/{self.phase}-b{self.batch}-c{self.context}/"
+        model = f"{self.model}:{self.quantize}" if self.quantize else self.model
+        return (f"{model}/{self.hw}/{self.phase}-b{self.batch}-c{self.context}/"
                 f"{self.schedules}{fused}")
+
+    def config(self) -> ModelConfig:
+        """The model of the case, quantized when ``quantize`` says so."""
+        cfg = resolve_model(self.model)
+        if self.quantize:
+            from autosched.frontend.quantized import with_quantization
+
+            cfg = with_quantization(cfg, self.quantize)
+        return cfg
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,7 @@ from sim.errors import AutoschedError
 from sim.hardware import Hardware
 from sim.hwio import load_hardware
 
-from .cases import ModelCase, resolve_model
+from .cases import ModelCase
 from .results import CaseResult
 from .runner import Runner
 
@@ -138,9 +138,10 @@ def compare_ops(graph: OpGraph, hw: Hardware, library: CaseResult, default: Case
 
 
 def handoff_cases(model: str, hw: str, *, phase: str = "decode", batch: int = 1,
-                  context: int = 128) -> dict[str, ModelCase]:
-    """The four programs compared: library, default, tuned, tuned with full fusion."""
-    step = dict(phase=phase, batch=batch, context=context)
+                  context: int = 128, quantize: str | None = None) -> dict[str, ModelCase]:
+    """The four programs compared: library, default, tuned, tuned with full fusion (each
+    of the model quantized to ``quantize`` when given)."""
+    step = dict(phase=phase, batch=batch, context=context, quantize=quantize)
     return {"library": ModelCase(model, hw, schedules="library", grow=True, **step),
             "default": ModelCase(model, hw, **step),
             "tuned": ModelCase(model, hw, schedules="tuned", **step),
@@ -159,8 +160,7 @@ def assemble(cases: dict[str, ModelCase], results: dict[str, CaseResult],
             raise AutoschedError(f"{r.case}: {r.error}")
     c = cases["tuned"]
     hw = load_hardware(c.hw)
-    graph = model_graph(resolve_model(c.model), phase=c.phase, batch=c.batch,
-                        context=c.context)[1]
+    graph = model_graph(c.config(), phase=c.phase, batch=c.batch, context=c.context)[1]
     ops = compare_ops(graph, hw, results["library"], results["default"], results["tuned"],
                       found)
     return Handoff(c.id.rsplit("/", 1)[0], results["library"], results["default"],
@@ -168,14 +168,17 @@ def assemble(cases: dict[str, ModelCase], results: dict[str, CaseResult],
 
 
 def handoff(model: str, hw: str, *, runner: Runner, phase: str = "decode", batch: int = 1,
-            context: int = 128) -> Handoff:
-    """Measure the four programs of one step with ``runner`` (its tuned source) and compare.
+            context: int = 128, quantize: str | None = None) -> Handoff:
+    """Measure the four programs of one step with ``runner`` (its tuned source) and compare
+    (the model quantized to ``quantize`` when given).
 
     Raises the first program's error when one cannot be measured.
     """
-    cases = handoff_cases(model, hw, phase=phase, batch=batch, context=context)
+    cases = handoff_cases(model, hw, phase=phase, batch=batch, context=context,
+                          quantize=quantize)
     results = {k: runner.run(c) for k, c in cases.items()}
-    graph = model_graph(resolve_model(model), phase=phase, batch=batch, context=context)[1]
+    graph = model_graph(cases["tuned"].config(), phase=phase, batch=batch,
+                        context=context)[1]
     found = {ch.workload.key: ch.kind
              for ch in runner.tuned().choices(graph, load_hardware(hw)).values()}
     return assemble(cases, results, found)

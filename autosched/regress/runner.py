@@ -121,7 +121,7 @@ class Runner:
         return "library" if case.schedules == "library" else None
 
     def _step(self, case: ModelCase) -> tuple[Step, Hardware, OpGraph]:
-        cfg, hw = resolve_model(case.model), load_hardware(case.hw)
+        cfg, hw = case.config(), load_hardware(case.hw)
         fusion = dict(FULL_FUSION) if case.fusion == "full" else {}
         step = Step(cfg, case.phase, case.batch, case.context)
         return step, hw, model_graph(cfg, fusion=fusion, phase=case.phase, batch=case.batch,
@@ -186,7 +186,7 @@ class Runner:
                                  f"schedules, not {case.schedules!r}")
         fusion = dict(FULL_FUSION) if case.fusion == "full" else {}
         system = load_system(case.hw)
-        step = Step(resolve_model(case.model), case.phase, case.batch, case.context)
+        step = Step(case.config(), case.phase, case.batch, case.context)
         runs = [simulate_step(step, system, fusion=fusion, baseline=False, ops=False)
                 for _ in range(self.repeats)]
         seen = {(f.latency_ns, f.energy_pj) for f in runs}

@@ -70,3 +70,29 @@ def test_kernels_and_simulate_reject_bad_input_in_one_line(tmp_path: Path, capsy
                  "--context", "16"]) == 0
     fig = json.loads(capsys.readouterr().out)
     assert fig["lookups"]["library"] > 0 and fig["lookups"]["default"] > 0
+
+
+def test_kernels_of_a_model_quantized_on_the_fly(capsys) -> None:
+    argv = ["kernels", "--model", "llama-tiny", "--hw", "hbm-pim-int8", "--context", "16",
+            "--db", "none", "--json"]
+    assert main([*argv, "--quantize", "w8"]) == 0
+    w8 = json.loads(capsys.readouterr().out)
+    assert main(argv) == 0
+    fp16 = json.loads(capsys.readouterr().out)
+    assert w8["case"] == "llama-tiny:w8/hbm-pim-int8/decode-b1-c16" and w8["slower_ops"] == 0
+    gemvs = {o["workload"]: o for o in w8["ops"] if o["workload"].startswith("gemv")}
+    lm_head = [w for w, o in gemvs.items() if "lm_head" in o["roles"]]
+    assert [w.endswith(":fp16") for w in lm_head] == [True]  # the LM head stays as it is
+    assert all(w.endswith(":w8") for w in gemvs if w not in lm_head)
+    # on units that multiply INT8, the library kernels and the compiler both read the
+    # weights in their format: half the bytes (a tiny GEMV is mostly fixed cost, so not
+    # every figure moves)
+    fp16_ops = {o["workload"].replace(":fp16", ":w8"): o for o in fp16["ops"]}
+    quantized = sorted(set(gemvs) - set(lm_head))
+    for key in ("library_ns", "bound_ns"):
+        pairs = [(gemvs[w][key], fp16_ops[w][key]) for w in quantized]
+        assert all(a <= b for a, b in pairs) and any(a < b for a, b in pairs), (key, pairs)
+    assert w8["latency_ns"]["library"] < fp16["latency_ns"]["library"]
+    assert main([*argv, "--quantize", "w3"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "w3" in err
