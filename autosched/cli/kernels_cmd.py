@@ -18,7 +18,7 @@ from sim.timing.decompose import PARTS
 
 from .numbers import integer
 from .output import kv_table, print_json, table
-from .steps import QUANTIZE_HELP, with_model_flags
+from .steps import QUANTIZE_HELP
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -65,12 +65,13 @@ def _source(db: str | None):
 def _run(args: argparse.Namespace) -> int:
     from autosched.pipeline import model_graph
     from autosched.regress import Runner
-    from autosched.regress.cases import resolve_model
+    from autosched.regress.cases import ModelCase
     from autosched.regress.handoff import handoff
     from sim.hwio import load_hardware
 
     hw = load_hardware(args.hw)
-    cfg = with_model_flags(resolve_model(args.model), args)
+    # the model as the hand-off's cases resolve it, so both read the same graph
+    cfg = ModelCase(args.model, args.hw, quantize=args.quantize).config()
     source, where = _source(args.db)
     graph = model_graph(cfg, phase=args.phase, batch=args.batch, context=args.context)[1]
     choices = source.choices(graph, hw)  # an export lacking a workload, a foreign database

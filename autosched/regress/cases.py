@@ -69,6 +69,8 @@ class ModelCase:
         check(self.schedules in SCHEDULES,
               f"schedules {self.schedules!r}: use one of {', '.join(SCHEDULES)}")
         check(self.fusion in FUSIONS, f"fusion {self.fusion!r}: use one of {', '.join(FUSIONS)}")
+        check(self.quantize is None or (isinstance(self.quantize, str) and self.quantize),
+              f"quantize must be a weight format such as w8 or w4g128, got {self.quantize!r}")
         for name in ("batch", "context"):
             v = getattr(self, name)
             check(isinstance(v, int) and v > 0, f"{name} must be a positive int, got {v!r}")
