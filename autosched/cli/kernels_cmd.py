@@ -66,7 +66,7 @@ def _run(args: argparse.Namespace) -> int:
     from autosched.pipeline import model_graph
     from autosched.regress import Runner
     from autosched.regress.cases import ModelCase
-    from autosched.regress.handoff import handoff
+    from autosched.regress.handoff import handoff, tuned_choices
     from sim.hwio import load_hardware
 
     hw = load_hardware(args.hw)
@@ -74,7 +74,8 @@ def _run(args: argparse.Namespace) -> int:
     cfg = ModelCase(args.model, args.hw, quantize=args.quantize).config()
     source, where = _source(args.db)
     graph = model_graph(cfg, phase=args.phase, batch=args.batch, context=args.context)[1]
-    choices = source.choices(graph, hw)  # an export lacking a workload, a foreign database
+    # an export lacking a workload, a foreign database: refused before anything runs
+    choices = tuned_choices(source, graph, hw)
     h = handoff(args.model, args.hw, runner=Runner(repeats=1, tuned=source),
                 phase=args.phase, batch=args.batch, context=args.context,
                 quantize=args.quantize)
@@ -102,13 +103,13 @@ def _run(args: argparse.Namespace) -> int:
 
 def _decomposition(h, choices: dict, hw) -> list[dict]:
     """Per distinct operator, its tuned schedule's latency split by
-    ``Family.decompose``, beside its bound."""
+    ``Family.decompose``, beside its bound (``choices``: workload key -> lookup result,
+    on the workload as compiled)."""
     from autosched.families import family_of
 
-    by_key = {c.workload.key: c for c in choices.values()}
     out = []
     for o in h.ops:
-        c = by_key.get(o.workload)
+        c = choices.get(o.workload)
         if c is None:
             continue
         d = family_of(c.workload).decompose(c.workload, c.schedule.point, hw)

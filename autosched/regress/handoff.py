@@ -24,6 +24,7 @@ from dataclasses import asdict, dataclass
 
 from autosched.families import family_of
 from autosched.ir import OpGraph
+from autosched.lookup import LookupResult
 from autosched.pipeline import model_graph
 from sim.errors import AutoschedError
 from sim.hardware import Hardware
@@ -32,8 +33,10 @@ from sim.hwio import load_hardware
 from .cases import ModelCase
 from .results import CaseResult
 from .runner import Runner
+from .sources import ScheduleSource
 
-__all__ = ["Handoff", "OpHandoff", "assemble", "compare_ops", "handoff", "handoff_cases"]
+__all__ = ["Handoff", "OpHandoff", "assemble", "compare_ops", "handoff", "handoff_cases",
+           "tuned_choices"]
 
 
 @dataclass(frozen=True)
@@ -179,6 +182,15 @@ def handoff(model: str, hw: str, *, runner: Runner, phase: str = "decode", batch
     results = {k: runner.run(c) for k, c in cases.items()}
     graph = model_graph(cases["tuned"].config(), phase=phase, batch=batch,
                         context=context)[1]
-    found = {ch.workload.key: ch.kind
-             for ch in runner.tuned().choices(graph, load_hardware(hw)).values()}
+    found = {k: c.kind for k, c in tuned_choices(runner.tuned(), graph,
+                                                 load_hardware(hw)).items()}
     return assemble(cases, results, found)
+
+
+def tuned_choices(source: ScheduleSource, graph: OpGraph, hw: Hardware
+                  ) -> dict[str, LookupResult]:
+    """Workload key of ``graph`` -> the schedule ``source`` compiles it with, looked up on
+    the workload as compiled (``ScheduleSource.pinned``): the hand-off's rows are keyed
+    by the operator, a step of several rows compiles it where its weights are kept."""
+    choices = source.choices(source.pinned(graph, hw), hw)
+    return {n.workload.key: choices[n.name] for n in graph}

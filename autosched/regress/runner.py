@@ -27,7 +27,7 @@ from functools import partial
 from pathlib import Path
 
 import autosched.compiler.builder as builder_mod
-from autosched.compiler import compile_step, library_choice, plain_memory_ns
+from autosched.compiler import compile_step, library_choice, pin_graph, plain_memory_ns
 from autosched.families import family_of
 from autosched.ir import OpGraph, Step
 from autosched.lookup import lookup
@@ -112,46 +112,52 @@ class Runner:
             self._tuned = open_schedules(self._tuned_src)
         return self._tuned
 
-    def _schedules(self, case: ModelCase, graph: OpGraph, hw: Hardware
+    def _schedules(self, case: ModelCase, compiled: OpGraph, hw: Hardware
                    ) -> dict[str, Schedule] | str | None:
-        """What ``compile_step(schedules=...)`` gets: the tuned source's choices, the
-        library kernels, or None (each family's default)."""
+        """What ``compile_step(schedules=...)`` gets for the ``compiled`` graph: the tuned
+        source's choices, the library kernels, or None (each family's default)."""
         if case.schedules == "tuned":
-            return {k: c.schedule for k, c in self.tuned().choices(graph, hw).items()}
+            return {k: c.schedule for k, c in self.tuned().choices(compiled, hw).items()}
         return "library" if case.schedules == "library" else None
 
-    def _step(self, case: ModelCase) -> tuple[Step, Hardware, OpGraph]:
+    def _step(self, case: ModelCase) -> tuple[Step, Hardware, OpGraph, OpGraph]:
+        """(step, hardware, its graph, the graph as compiled): a tuned case's weights
+        where its source's one-row schedules keep them, any other case's where the
+        one-row defaults do (``ScheduleSource.pinned``); the same nodes by name."""
         cfg, hw = case.config(), load_hardware(case.hw)
         fusion = dict(FULL_FUSION) if case.fusion == "full" else {}
         step = Step(cfg, case.phase, case.batch, case.context)
-        return step, hw, model_graph(cfg, fusion=fusion, phase=case.phase, batch=case.batch,
-                                     context=case.context)[1]
+        graph = model_graph(cfg, fusion=fusion, phase=case.phase, batch=case.batch,
+                            context=case.context)[1]
+        compiled = self.tuned().pinned(graph, hw) if case.schedules == "tuned" else \
+            pin_graph(graph, hw, None)
+        return step, hw, graph, compiled
 
     def kernels_alone(self, case: ModelCase) -> tuple[OpFigures, ...]:
         """Per distinct operator of the step, its kernel built and simulated alone, without
         linking the program (the same rows a measured case carries)."""
-        _, hw, graph = self._step(case)
-        schedules = self._schedules(case, graph, hw)
+        _, hw, graph, compiled = self._step(case)
+        schedules = self._schedules(case, compiled, hw)
         if not isinstance(schedules, dict):
             choose = library_choice if schedules == "library" else partial(lookup, None)
-            schedules = {n.name: choose(n.workload, hw).schedule for n in graph}
-        return self._op_rows(graph, hw, schedules)
+            schedules = {n.name: choose(n.workload, hw).schedule for n in compiled}
+        return self._op_rows(graph, compiled, hw, schedules)
 
     def _model(self, case: ModelCase) -> CaseResult:
         if load_system(case.hw).devices > 1:
             return self._partitioned(case)
-        step, hw, graph = self._step(case)
-        schedules = self._schedules(case, graph, hw)
+        step, hw, graph, compiled = self._step(case)
+        schedules = self._schedules(case, compiled, hw)
         compile_s, simulate_s, seen = [], [], set()
         info: dict[str, float] = {}
         if case.grow:
-            hw = self._grown(step, hw, graph, schedules)
+            hw = self._grown(step, hw, compiled, schedules)
             if hw.org.rows_per_bank != load_hardware(case.hw).org.rows_per_bank:
                 info["rows_per_bank"] = hw.org.rows_per_bank
         system = load_system(hw)
         for _ in range(self.repeats):
             builder_mod._build.cache_clear()  # lower every kernel again: the cold compile
-            cm, t = _timed(lambda: compile_step(step, system, graph=graph,
+            cm, t = _timed(lambda: compile_step(step, system, graph=compiled,
                                                 schedules=schedules))
             res, ts = _timed(lambda cm=cm: simulate_system(cm.program, system))
             compile_s.append(t)
@@ -160,8 +166,9 @@ class Runner:
         if len(seen) != 1:
             raise InternalError(f"{case.id}: {len(seen)} different simulated results over "
                                 f"{self.repeats} identical runs: {sorted(seen)}")
-        ops = self._op_rows(graph, hw, {k: c.schedule for k, c in cm.choices.items()})
-        bound = sum(self._bound(n.workload, hw) for n in graph)
+        ops = self._op_rows(graph, compiled, hw,
+                            {k: c.schedule for k, c in cm.choices.items()})
+        bound = sum(self._bound(n.workload, hw) for n in compiled)
         figures = {"latency_ns": res.latency_ns, "energy_pj": res.energy_pj,
                    "bound_ns": bound}
         tokens = graph.batch * graph.tokens
@@ -223,19 +230,21 @@ class Runner:
             self._bounds[key] = family_of(w).bound(w, hw)
         return self._bounds[key]
 
-    def _op_rows(self, graph: OpGraph, hw: Hardware, schedules: dict[str, Schedule]
-                 ) -> tuple[OpFigures, ...]:
-        """One row per distinct workload, in graph order, its kernel (as the compiler builds
-        it for the node's schedule) simulated alone."""
+    def _op_rows(self, graph: OpGraph, compiled: OpGraph, hw: Hardware,
+                 schedules: dict[str, Schedule]) -> tuple[OpFigures, ...]:
+        """One row per distinct workload of ``graph``, in graph order, its kernel (as the
+        compiler builds it for the node's schedule, on the node's workload in
+        ``compiled``) simulated alone. Rows are keyed by ``graph``'s workloads, so the
+        cases of one step compare by operator wherever each keeps its weights."""
         groups: dict[str, list] = {}
         for n in graph:
             groups.setdefault(n.workload.key, []).append(n)
         rows = []
         for key, nodes in groups.items():
-            w, s = nodes[0].workload, schedules[nodes[0].name]
+            w, s = compiled.node(nodes[0].name).workload, schedules[nodes[0].name]
             if len({schedules[n.name].key for n in nodes}) != 1:
                 raise InternalError(f"{key}: one workload compiled with several schedules")
-            memo = (key, s.key, hw.fingerprint)
+            memo = (w.key, s.key, hw.fingerprint)
             if memo not in self._ops:
                 res = simulate(builder_mod._build(w, s, hw).program, hw)
                 self._ops[memo] = (res.latency_ns, res.energy_pj)

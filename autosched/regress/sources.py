@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import abc
 
+from autosched.compiler import pin_graph
 from autosched.database import Database
 from autosched.ir import OpGraph
 from autosched.lookup import LookupResult, lookup
@@ -28,6 +29,13 @@ class ScheduleSource(abc.ABC):
     def choices(self, graph: OpGraph, hw: Hardware) -> dict[str, LookupResult]:
         """Node name -> its schedule and how it was found (``LookupResult.kind``)."""
 
+    def pinned(self, graph: OpGraph, hw: Hardware) -> OpGraph:
+        """``graph`` as the compiler compiles it with this source's schedules: every
+        workload of several rows reading its weights where the one-row step keeps them
+        (``compile_step`` pins so; ``choices`` of the result are the schedules that
+        compile). Here with no database: where each one-row default keeps them."""
+        return pin_graph(graph, hw, None)
+
 
 class DatabaseSchedules(ScheduleSource):
     """A tuning database, looked up as the compiler does (exact, nearest, default); None:
@@ -42,3 +50,7 @@ class DatabaseSchedules(ScheduleSource):
             if n.workload.key not in found:
                 found[n.workload.key] = lookup(self.db, n.workload, hw)
         return {n.name: found[n.workload.key] for n in graph}
+
+    def pinned(self, graph: OpGraph, hw: Hardware) -> OpGraph:
+        """Where the database's one-row schedules keep the weights."""
+        return pin_graph(graph, hw, self.db)

@@ -96,3 +96,22 @@ def test_kernels_of_a_model_quantized_on_the_fly(capsys) -> None:
     assert main([*argv, "--quantize", "w3"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "w3" in err
+
+
+def test_kernels_of_a_tuned_step_of_several_rows(tmp_path: Path, capsys) -> None:
+    # a step of several rows compiles each GEMV where the one-row step keeps its weights
+    # (a ``layout`` attribute): its schedules are looked up there, where tune stored them,
+    # and the rows still name the operator
+    db = f"sqlite:///{tmp_path / 't.db'}"
+    step = ["--model", "llama-tiny", "--hw", "aim-gddr6", "--batch", "8", "--context", "32",
+            "--db", db]
+    assert main(["tune", *step, "--trials", "4", "--cost-model", "none", "--quiet"]) == 0
+    capsys.readouterr()
+    assert main(["kernels", *step, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    gemvs = [o for o in out["ops"] if o["workload"].startswith("gemv")]
+    assert gemvs and not any("layout=" in o["workload"] for o in out["ops"])
+    assert {o["found"] for o in gemvs} >= {"exact"}  # what tune measured, read back
+    assert all(o["tuned_ns"] <= o["default_ns"] for o in out["ops"])
+    parts = {d["workload"] for d in out["decomposition"]}
+    assert parts == {o["workload"] for o in out["ops"]}
