@@ -17,7 +17,9 @@ they read follow the op's own inputs, in stage order:
   rotate (partial rotary), pairs the two halves of those (rotate-half) or neighbours
   ``2i, 2i+1`` (attr ``pairs="interleaved"``); ``qknorm`` (inputs ``wq``, ``wk`` [d], attrs
   ``qk_heads``, ``qk_eps``) RMS-normalises those heads first, the first ``qk_heads`` with
-  ``wq`` and the others with ``wk``;
+  ``wq`` and the others with ``wk``; ``qklnorm`` LayerNorms them instead (no shift:
+  Cohere); with attr ``qk_per_head`` 1 ``wq`` holds ``qk_heads`` rows of ``d`` and ``wk``
+  one row per other head (a scale per head);
 - ``softcap`` (attr ``cap``) caps every element softly, ``cap * tanh(x / cap)`` (Gemma 2's
   final logits);
 - ``argmax_cat`` appends each row's argmax as one more column: the logits and the next
@@ -41,7 +43,7 @@ Arr = np.ndarray
 EPILOGUES: dict[str, tuple[int, float]] = {
     "bias": (1, 1.0), "add": (1, 1.0), "silu_mul": (0, 3.0), "rmsnorm_cat": (1, 4.0),
     "layernorm_cat": (2, 8.0),
-    "rope": (2, 3.0), "argmax_cat": (0, 1.0), "qknorm": (2, 4.0),
+    "rope": (2, 3.0), "argmax_cat": (0, 1.0), "qknorm": (2, 4.0), "qklnorm": (2, 8.0),
     "rmsnorm": (1, 4.0), "softcap": (0, 6.0), **{a: (0, f) for a, f in ACT_FLOPS.items()},
     **{f"{a}_mul": (0, (f + 1) / 2) for a, f in ACT_FLOPS.items() if a != "silu"}}
 
@@ -109,14 +111,18 @@ def _rope_cols(x: Arr, cos: Arr, sin: Arr, heads: int, d: int, pairs: str) -> Ar
     return np.concatenate([head.reshape(rows, -1), x[:, heads * d:]], axis=1)
 
 
-def _qk_norms(x: Arr, wq: Arr, wk: Arr, qh: int, heads: int, eps: float) -> Arr:
-    """``x`` [rows, w] with its first ``qh`` heads of ``d = len(wq)`` columns RMS-normalised
-    with scale ``wq``, the next ``heads - qh`` with ``wk``, the rest unchanged."""
-    d, rows = wq.shape[0], x.shape[0]
+def _qk_norms(x: Arr, wq: Arr, wk: Arr, qh: int, heads: int, eps: float, *,
+              layer: bool = False, per_head: bool = False) -> Arr:
+    """``x`` [rows, w] with its first ``qh`` heads of ``d`` columns normalised with scale
+    ``wq``, the next ``heads - qh`` with ``wk``, the rest unchanged: RMS norms, or
+    LayerNorms without shift (``layer``). ``wq`` is [d] (``d = len(wq)``), or with
+    ``per_head`` [qh, d] and ``wk`` [heads - qh, d]."""
+    d, rows = (wq.size // qh if per_head else wq.size), x.shape[0]
     head = x[:, : heads * d].reshape(rows, heads, d)
-    scale = np.concatenate([np.tile(wq, (qh, 1)), np.tile(wk, (heads - qh, 1))])
-    return np.concatenate([rms(head, scale, eps).reshape(rows, -1), x[:, heads * d:]],
-                          axis=1)
+    scale = np.concatenate([wq.reshape(qh, d), wk.reshape(heads - qh, d)]) if per_head \
+        else np.concatenate([np.tile(wq, (qh, 1)), np.tile(wk, (heads - qh, 1))])
+    normed = layer_norm(head, scale, 0.0, eps) if layer else rms(head, scale, eps)
+    return np.concatenate([normed.reshape(rows, -1), x[:, heads * d:]], axis=1)
 
 
 def apply(op: HostOp, x: Arr, extra: list[Arr]) -> Arr:
@@ -142,10 +148,11 @@ def apply(op: HostOp, x: Arr, extra: list[Arr]) -> Arr:
             cos, sin = next(it), next(it)
             x = _rope_cols(x, cos, sin, int(op.attr("rope_heads")),
                            int(op.attr("rope_d", cos.shape[-1])), str(op.attr("pairs", "half")))
-        elif st == "qknorm":  # per-head RMS norms of q's heads, then k's, before rotating
+        elif st in ("qknorm", "qklnorm"):  # per-head norms of q's heads, then k's
             x = _qk_norms(x, next(it).reshape(-1), next(it).reshape(-1),
                           int(op.attr("qk_heads")), int(op.attr("rope_heads")),
-                          float(op.attr("qk_eps", 1e-6)))
+                          float(op.attr("qk_eps", 1e-6)), layer=st == "qklnorm",
+                          per_head=bool(int(op.attr("qk_per_head", 0))))
         elif st == "softcap":
             x = soft_cap(x, float(op.attr("cap")))
         elif st == "argmax_cat":

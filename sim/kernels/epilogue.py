@@ -14,6 +14,8 @@ pairs (``rope_pairs="interleaved"``);
 ``argmax_cat`` none (one more column: each row's argmax, the logits' next token);
 ``qknorm`` ``q_norm_w``, ``k_norm_w`` [rope_dim] with ``qk_eps``: per-head RMS norms of the
 first ``qk_heads`` heads (q) and the next ``rope_heads - qk_heads`` (k), before ``rope``;
+``qklnorm`` the same with LayerNorms without shift (Cohere); ``qk_per_head``: the scales
+hold a row per head (``q_norm_w`` [qk_heads * rope_dim], ``k_norm_w`` the others');
 ``rmsnorm`` ``post_norm_w`` [n] with ``post_eps`` (a post-norm, in place); an
 activation (``relu``, ``gelu_tanh``, ``gelu_erf``, ``silu``: an ``fc1``'s) none, and its
 gated form ``{act}_mul`` none (output halved, as ``silu_mul``).
@@ -35,7 +37,7 @@ _INPUTS = {"bias": ("b",), "add": ("r",), "rmsnorm_cat": ("out_norm_w",),
            "layernorm_cat": ("out_norm_w", "out_norm_b"),
            "rmsnorm": ("post_norm_w",),
            "rope": ("cos", "sin"), "argmax_cat": (), "softcap": (),
-           "qknorm": ("q_norm_w", "k_norm_w"),
+           "qknorm": ("q_norm_w", "k_norm_w"), "qklnorm": ("q_norm_w", "k_norm_w"),
            **{a: () for a in ACTIVATIONS}, **{f"{a}_mul": () for a in ACTIVATIONS}}
 
 
@@ -53,6 +55,7 @@ class Epilogue:
     rope_rot: int = 0  # rope: columns of each head rotated (0: all of rope_dim)
     rope_pairs: str = "half"  # rope: "half" (rotate-half) or "interleaved"
     cap: float = 0.0  # softcap
+    qk_per_head: bool = False  # qknorm, qklnorm: a scale row per head
 
     def __post_init__(self) -> None:
         bad = [st for st in self.stages if st not in EPILOGUES]
@@ -66,8 +69,8 @@ class Epilogue:
                                       self.rope_rot % 2):
             raise AutoschedError("a rope epilogue rotates an even number of columns up to "
                                  "rope_dim, in half or interleaved pairs")
-        if "qknorm" in self.stages and not 0 < self.qk_heads < self.rope_heads:
-            raise AutoschedError("a qknorm epilogue needs 0 < qk_heads < rope_heads")
+        if self.qk_norm and not 0 < self.qk_heads < self.rope_heads:
+            raise AutoschedError(f"a {self.qk_norm} epilogue needs 0 < qk_heads < rope_heads")
         if "softcap" in self.stages and not self.cap > 0:
             raise AutoschedError(f"a softcap epilogue needs a cap > 0, got {self.cap}")
 
@@ -81,7 +84,15 @@ class Epilogue:
                 "r": (batch, n),
                 "cos": (batch, self.rot), "sin": (batch, self.rot),
                 "q_norm_w": (self.rope_dim,), "k_norm_w": (self.rope_dim,)}
+        if self.qk_per_head:
+            size["q_norm_w"] = (self.qk_heads * self.rope_dim,)
+            size["k_norm_w"] = ((self.rope_heads - self.qk_heads) * self.rope_dim,)
         return tuple(size[b] for b in self.inputs())
+
+    @property
+    def qk_norm(self) -> str:
+        """The per-head q/k norm stage (``qknorm`` or ``qklnorm``), or ""."""
+        return next((st for st in self.stages if st in ("qknorm", "qklnorm")), "")
 
     @property
     def rot(self) -> int:
@@ -110,8 +121,10 @@ class Epilogue:
                 out += (("pairs", self.rope_pairs),)
         if "rmsnorm" in self.stages:
             out += (("post_eps", self.post_eps),)
-        if "qknorm" in self.stages:
+        if self.qk_norm:
             out += (("qk_heads", self.qk_heads), ("qk_eps", self.qk_eps))
+            if self.qk_per_head:
+                out += (("qk_per_head", 1),)
         if "softcap" in self.stages:
             out += (("cap", self.cap),)
         return out

@@ -95,17 +95,20 @@ def test_a_post_norm_only_block_names_its_mlp_and_fuses_it(tmp_path, arch: str) 
     assert all(n.workload.attr("epilogue", "").startswith("norm_add") for n in down)
 
 
-@pytest.mark.parametrize("arch", ["qwen3", "gemma3_text"])
-def test_per_head_qk_norms_join_the_rotary_epilogue(tmp_path, arch: str) -> None:
-    """Qwen3's and Gemma 3's per-head q and k norms sit between the merged projection and
-    the rotary: under the full plan both norms and the rope become the projection's
-    ``qknorm_rope`` epilogue (q's heads counted apart from k's), no node of them left."""
+@pytest.mark.parametrize("arch, epi", [("qwen3", "qknorm_rope"), ("gemma3_text", "qknorm_rope"),
+                                       ("cohere", "qklnorm_rope")])
+def test_per_head_qk_norms_join_the_rotary_epilogue(tmp_path, arch: str, epi: str) -> None:
+    """Qwen3's, Gemma 3's and Cohere's per-head q and k norms sit between the merged
+    projection and the rotary: under the full plan both norms and the rope become the
+    projection's epilogue (q's heads counted apart from k's), no node of them left.
+    Cohere's are LayerNorms with a scale per head, before an interleaved rope."""
     from search_spaces.fusion import FULL_FUSION
 
     folder = tiny_checkpoint(arch, tmp_path / arch)
     _, g = model_graph(str(folder), context=8, fusion=dict(FULL_FUSION))
     qkv = g.by_role("qkv_proj")
-    assert qkv and all(n.workload.attr("epilogue") == "qknorm_rope" for n in qkv)
+    assert qkv and all(n.workload.attr("epilogue") == epi for n in qkv)
+    assert {n.workload.attr("qk_per_head") for n in qkv} == {1 if arch == "cohere" else None}
     assert {(n.workload.attr("qk_heads"), n.workload.attr("rope_heads")) for n in qkv} == \
         {(4, 6)}
     assert not any(g.by_role(r) for r in ("q_norm", "k_norm", "qk_rotary"))

@@ -48,3 +48,17 @@ def test_a_residual_fused_into_a_reduced_projection_is_refused(model_type, tmp_p
     graph = model_graph(str(tmp_path / "config.json"), context=8, fusion=dict(FULL_FUSION))[1]
     with pytest.raises(AutoschedError, match="a residual fused into (o_proj|ffn_down)"):
         shard_graph(graph, 2)
+
+
+def test_per_head_scales_fused_into_the_projection_are_refused(tmp_path) -> None:
+    """Under the full plan Cohere's per-head-weighted norms live in the qkv projection's
+    epilogue: splitting that projection's heads is refused as the norm nodes are."""
+    from search_spaces.fusion import FULL_FUSION
+
+    cfg = tiny_config("cohere")
+    cfg.vocab_size = 128
+    cfg.save_pretrained(tmp_path)
+    graph = model_graph(str(tmp_path / "config.json"), context=8, fusion=dict(FULL_FUSION))[1]
+    assert graph.by_role("qkv_proj")[0].workload.attr("qk_per_head") == 1
+    with pytest.raises(AutoschedError, match="scale per head do not split"):
+        shard_graph(graph, 2)

@@ -313,3 +313,31 @@ def test_a_one_tile_input_is_broadcast_once_across_the_passes(name, opts, reside
     passes = 1 if resident or opts.loop_order == "tile_outer" else pl.P
     per_group = pl.Br * pl.ntiles * passes
     assert sum(writes) == pl.nbg * per_group
+
+
+def test_per_head_layernorm_epilogue_scales_each_head_on_its_own():
+    """``qklnorm`` LayerNorms each rotated head without a shift before the rope (Cohere's
+    q/k norms), ``qk_per_head`` taking one scale row per head: q's ``qk_heads`` rows, then
+    k's; the heads after ``rope_heads`` (v) pass unchanged."""
+    hw, n, k, batch, d, heads, qh = HW["hbm-pim"], 96, 64, 2, 16, 5, 3
+    x, w = int_data(n, k, batch, seed=8)
+    rng = np.random.default_rng(9)
+    cos, sin = (rng.uniform(-1, 1, (batch, d)).astype(np.float32) for _ in range(2))
+    wq = rng.uniform(0.5, 1.5, (qh, d)).astype(np.float32)
+    wk = rng.uniform(0.5, 1.5, (heads - qh, d)).astype(np.float32)
+    epi = Epilogue(("qklnorm", "rope"), rope_heads=heads, rope_dim=d, qk_heads=qh,
+                   qk_eps=1e-5, rope_pairs="interleaved", qk_per_head=True)
+    assert epi.shapes(batch, n)[:2] == ((qh * d,), ((heads - qh) * d,))
+    y = gemv(hw, n, k, batch, epilogue=epi).run(
+        hw, {"x": x, "W": w, "q_norm_w": wq.reshape(-1), "k_norm_w": wk.reshape(-1),
+             "cos": cos, "sin": sin}).reshape(batch, n // d, d)
+    z = (x @ w.T).reshape(batch, n // d, d)
+    part = z[:, :heads]
+    mu, var = part.mean(axis=-1, keepdims=True), part.var(axis=-1, keepdims=True)
+    normed = (part - mu) / np.sqrt(var + 1e-5) * np.concatenate([wq, wk])
+    turned = np.stack([-normed[..., 1::2], normed[..., 0::2]], axis=-1).reshape(normed.shape)
+    want = z.copy()
+    want[:, :heads] = normed * cos[:, None] + turned * sin[:, None]
+    np.testing.assert_allclose(y, want, rtol=1e-4, atol=1e-4)
+    with pytest.raises(AutoschedError, match="qklnorm epilogue needs 0 < qk_heads"):
+        Epilogue(("qklnorm", "rope"), rope_heads=heads, rope_dim=d, qk_heads=heads)

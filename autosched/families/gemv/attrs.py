@@ -6,7 +6,8 @@ from search_spaces import Workload
 from sim.activations import ACTIVATIONS
 from sim.errors import check
 
-__all__ = ["EPILOGUES", "PROLOGUES", "RESIDUAL_EPILOGUES", "gemv_attrs", "has_stage"]
+__all__ = ["EPILOGUES", "PROLOGUES", "RESIDUAL_EPILOGUES", "gemv_attrs", "has_qk_norm",
+           "has_stage"]
 
 # workload attr ``prologue`` -> the constants [k] of the norm the host applies to ``x``
 # before the GEMV starts (attr ``eps``); the host op is named by the prologue
@@ -28,13 +29,16 @@ PROLOGUES: dict[str, tuple[str, ...]] = {"": (), "rmsnorm": ("norm_w",),
 # (an ``fc1``); ``{act}_mul`` gates, output [m, n/2] = act(gate) * up; ``qknorm_rope``
 # first RMS-normalises each of the ``rope_heads`` heads, the first attr ``qk_heads`` (q's)
 # with constant ``q_norm_w`` [rope_d] and the rest (k's) with ``k_norm_w`` (attr
-# ``qk_eps``: Qwen3, Gemma 3, OLMo 2's per-head form), then as ``rope``; ``softcap`` caps
+# ``qk_eps``: Qwen3, Gemma 3, OLMo 2's per-head form), then as ``rope``; ``qklnorm_rope``
+# LayerNorms them instead, without shift, and with attr ``qk_per_head`` 1 the constants
+# hold a scale row per head (``q_norm_w`` [qk_heads * rope_d], ``k_norm_w`` the rest's:
+# Cohere); ``softcap`` caps
 # the logits, ``cap * tanh(z / cap)`` (attr ``cap``: Gemma 2's final soft-cap),
 # ``softcap_argmax`` then appends each row's argmax
 EPILOGUES: dict[str, tuple[str, ...]] = {
     "": (), "add": ("add",), "add_rmsnorm": ("add", "rmsnorm_cat"), "rope": ("rope",),
     "add_layernorm": ("add", "layernorm_cat"),
-    "qknorm_rope": ("qknorm", "rope"),
+    "qknorm_rope": ("qknorm", "rope"), "qklnorm_rope": ("qklnorm", "rope"),
     "norm_add": ("rmsnorm", "add"), "norm_add_rmsnorm": ("rmsnorm", "add", "rmsnorm_cat"),
     "argmax": ("argmax_cat",), "softcap": ("softcap",),
     "softcap_argmax": ("softcap", "argmax_cat"), **{a: (a,) for a in ACTIVATIONS},
@@ -48,6 +52,11 @@ RESIDUAL_EPILOGUES = ("add", "add_rmsnorm", "norm_add", "norm_add_rmsnorm", "add
 def has_stage(epi: object, stage: str) -> bool:
     """Whether epilogue ``epi`` (a workload's attr, possibly unset) runs host stage ``stage``."""
     return stage in EPILOGUES.get(str(epi or ""), ())
+
+
+def has_qk_norm(epi: object) -> bool:
+    """Whether epilogue ``epi`` normalises q's and k's heads (``qknorm`` or ``qklnorm``)."""
+    return has_stage(epi, "qknorm") or has_stage(epi, "qklnorm")
 
 
 def gemv_attrs(w: Workload) -> tuple[str, str, bool]:
@@ -73,8 +82,10 @@ def gemv_attrs(w: Workload) -> tuple[str, str, bool]:
     if has_stage(epi, "softcap"):
         cap = float(w.attr("cap", 0))
         check(cap > 0, f"epilogue {epi} needs attr cap > 0, got {cap}")
-    if has_stage(epi, "qknorm"):
+    if has_qk_norm(epi):
         qh = int(w.attr("qk_heads", 0))
         check(0 < qh < int(w.attr("rope_heads", 0)),
               f"epilogue {epi} needs attr qk_heads between 0 and rope_heads, got {qh}")
+        check(int(w.attr("qk_per_head", 0)) in (0, 1),
+              f"gemv attr qk_per_head must be 0 or 1, got {w.attr('qk_per_head')}")
     return str(pro), epi, bool(bias)

@@ -34,7 +34,7 @@ from ..common import (
 )
 from ..pointwise.families import rope_constants, rope_reference
 from . import fit, fusion
-from .attrs import RESIDUAL_EPILOGUES, gemv_attrs, has_stage
+from .attrs import RESIDUAL_EPILOGUES, gemv_attrs, has_qk_norm, has_stage
 from .formats import dequant_site, format_device, format_of, format_terms, tag_format
 from .lowering import gemv_kernel
 from .resident import pin_layout
@@ -106,6 +106,10 @@ class GemvFamily(Family):
         if heads is None:  # a rotating qkv_proj's share holds 1/tp of q's and k's heads
             return w
         attrs = {**dict(w.attrs), "rope_heads": int(heads) // tp}
+        if w.attr("qk_per_head"):
+            raise AutoschedError(f"{w.key}: q/k norms with a scale per head do not split "
+                                 "over tensor-parallel devices; use a pipeline partition "
+                                 "(1xP)")
         if w.attr("qk_heads") is not None:
             attrs["qk_heads"] = int(w.attr("qk_heads")) // tp
         return Workload.make(w.op, w.dtype, attrs, **w.dims)
@@ -183,9 +187,11 @@ class GemvFamily(Family):
             out["cos"], out["sin"] = rope_constants(
                 source, node, positions, int(w.attr("rope_rot", w.attr("rope_d"))),
                 w.attr("rope_tables"))
-        if has_stage(w.attr("epilogue"), "qknorm"):
-            for name in ("q_norm_w", "k_norm_w"):
-                out[name] = norm_weight(source, node, name, int(w.attr("rope_d")))
+        if has_qk_norm(w.attr("epilogue")):
+            d, qh = int(w.attr("rope_d")), int(w.attr("qk_heads"))
+            heads = (qh, int(w.attr("rope_heads")) - qh) if w.attr("qk_per_head") else (1, 1)
+            for name, h in zip(("q_norm_w", "k_norm_w"), heads, strict=True):
+                out[name] = norm_weight(source, node, name, h * d).reshape(-1)
         if self.writes_norm(w):
             out["out_norm_w"] = norm_weight(source, node, "out_norm_w", w.dims["n"])
         if has_stage(w.attr("epilogue"), "layernorm_cat"):
@@ -224,11 +230,17 @@ class GemvFamily(Family):
             heads, d = int(w.attr("rope_heads")), int(w.attr("rope_d"))
             m = z.shape[0]
             head = z[:, :heads * d].reshape(m, heads, d)
-            if has_stage(epi, "qknorm"):
+            if has_qk_norm(epi):
                 qh, eps = int(w.attr("qk_heads")), float(w.attr("qk_eps", 1e-6))
-                head = np.concatenate([rms_norm(head[:, :qh], tensors["q_norm_w"], eps),
-                                       rms_norm(head[:, qh:], tensors["k_norm_w"], eps)],
-                                      axis=1)
+                wq, wk = tensors["q_norm_w"], tensors["k_norm_w"]
+                if w.attr("qk_per_head"):  # a scale row per head
+                    wq, wk = wq.reshape(qh, d), wk.reshape(heads - qh, d)
+                if has_stage(epi, "qklnorm"):  # LayerNorms without shift (Cohere)
+                    head = np.concatenate([layer_norm(head[:, :qh], wq, 0.0, eps),
+                                           layer_norm(head[:, qh:], wk, 0.0, eps)], axis=1)
+                else:
+                    head = np.concatenate([rms_norm(head[:, :qh], wq, eps),
+                                           rms_norm(head[:, qh:], wk, eps)], axis=1)
             head = rope_reference(head, env, int(w.attr("rope_rot", d)),
                                   str(w.attr("rope_pairs", "half")))
             z = np.concatenate([head.reshape(m, -1), z[:, heads * d:]], axis=1)

@@ -115,8 +115,9 @@ def _act_epilogue(st: FusionState) -> None:
 
 
 def _head_norms(st: FusionState, r: OpNode) -> tuple[OpNode, OpNode, OpNode] | None:
-    """(qkv_proj, q_norm, k_norm) when rope ``r`` rotates the per-head RMS norms of q and k
-    (Qwen3, Gemma 3), each read by ``r`` alone, computed from one merged qkv_proj."""
+    """(qkv_proj, q_norm, k_norm) when rope ``r`` rotates the per-head norms of q and k,
+    each read by ``r`` alone, computed from one merged qkv_proj: RMS norms (Qwen3, Gemma
+    3) or LayerNorms without shift, one scale for all heads or one per head (Cohere)."""
     named = {n.name: n for n in st.nodes}
     ins = [named.get(i) for i in r.inputs]
     qn = next((n for n in ins if n is not None and n.role == "q_norm"), None)
@@ -125,11 +126,11 @@ def _head_norms(st: FusionState, r: OpNode) -> tuple[OpNode, OpNode, OpNode] | N
             len(qn.inputs) != 1:
         return None
     lin = named.get(qn.inputs[0])
-    d = r.workload.dims["d"]
-    ok = lin is not None and lin.role == "qkv_proj" and all(
-        x.workload.op == "rmsnorm" and x.workload.dims["n"] == d and st.consumers(x.name) == [r]
+    d, op = r.workload.dims["d"], qn.workload.op
+    ok = lin is not None and lin.role == "qkv_proj" and op in ("rmsnorm", "layernorm") and all(
+        x.workload.op == op and x.workload.dims["n"] == d and st.consumers(x.name) == [r]
         and x.workload.attr("eps", DEFAULT_EPS) == qn.workload.attr("eps", DEFAULT_EPS)
-        for x in (qn, kn))
+        and not x.param("b") for x in (qn, kn))
     return (lin, qn, kn) if ok else None
 
 
@@ -137,9 +138,10 @@ def _rope(st: FusionState) -> None:
     for r in [n for n in st.nodes if n.workload.op == "rope"]:
         lin = next((n for n in st.nodes if r.inputs == (n.name,)), None)
         norms = _head_norms(st, r) if lin is None else None
-        if norms is not None and not (r.workload.attr("rot") or r.workload.attr("pairs")):
+        if norms is not None:
             lin, qn, kn = norms
-            _rope_into(st, r, lin, "qknorm_rope", (qn, kn))
+            epi = "qknorm_rope" if qn.workload.op == "rmsnorm" else "qklnorm_rope"
+            _rope_into(st, r, lin, epi, (qn, kn))
             continue
         if lin is None or lin.role != "qkv_proj":
             continue  # q and k reach it through other ops: the rope stays
@@ -166,6 +168,8 @@ def _rope_into(st: FusionState, r: OpNode, lin: OpNode, epi: str, norms: tuple[O
         qn, kn = norms
         attrs["qk_heads"] = rows_of(qn.workload) // d["m"]
         attrs["qk_eps"] = float(qn.workload.attr("eps", DEFAULT_EPS))
+        if any(int(x.workload.attr("heads", 1)) > 1 for x in norms):  # a scale per head
+            attrs["qk_per_head"] = 1
         for name, node in (("q_norm_w", qn), ("k_norm_w", kn)):
             if node.param("w"):
                 params[name] = node.param("w")

@@ -17,7 +17,8 @@ workload's attrs (names as the whole-model compiler binds them):
   ``epilogue="rope"`` (constants ``cos``, ``sin`` [m, rope_rot]; attrs ``rope_heads``,
   ``rope_d``, optional ``rope_rot`` and ``rope_pairs``: q | k rotated in place;
   ``qknorm_rope`` normalises each head first, constants ``q_norm_w``, ``k_norm_w``
-  [rope_d]), ``epilogue="softcap"`` (attr ``cap``: ``cap * tanh(z / cap)``), ``"argmax"``
+  [rope_d]; ``qklnorm_rope`` with LayerNorms, attr ``qk_per_head``: a scale row per
+  head), ``epilogue="softcap"`` (attr ``cap``: ``cap * tanh(z / cap)``), ``"argmax"``
   (output ``[m, n + 1]``: the logits, then each row's argmax; ``softcap_argmax`` both) run
   in that order inside the core's one
   host op that finishes the result (the PIM reduction with its padding stripped, or the
@@ -79,7 +80,8 @@ def gemv_kernel(workload: Workload, point: dict, hw: Hardware) -> Kernel:
                     int(workload.attr("rope_heads", 0)), int(workload.attr("rope_d", 0)),
                     float(workload.attr("post_eps", 1e-5)), int(workload.attr("qk_heads", 0)),
                     float(workload.attr("qk_eps", 1e-6)), int(workload.attr("rope_rot", 0)),
-                    str(workload.attr("rope_pairs", "half")), float(workload.attr("cap", 0)))
+                    str(workload.attr("rope_pairs", "half")), float(workload.attr("cap", 0)),
+                    bool(int(workload.attr("qk_per_head", 0))))
     if point["placement"] == "pim":
         core = gemv(hw, n, k, m, point_opts(point), epilogue=tail)
     elif point["placement"] == "host":
