@@ -19,7 +19,15 @@ from sim.kernels.collective import ALGORITHMS, collective_ns
 
 from .bounds import step_bound
 from .compile import partition_graph
-from .partition import REDUCED, Partition, candidates, stage_of, tp_reasons
+from .partition import (
+    REDUCED,
+    Partition,
+    PartitionError,
+    candidates,
+    check_placed,
+    stage_of,
+    tp_reasons,
+)
 
 __all__ = ["best_partition", "choose_partition", "parse_partition", "partition_bound",
            "unfit_reason"]
@@ -106,8 +114,12 @@ def choose_partition(step: Step, system: System, *,
     graphs: dict[tuple, OpGraph] = {}  # a device's graph depends on tp and what it splits
     for part in candidates(step.model, system):
         key = (part.tp, part.experts)
-        if key not in graphs:
-            graphs[key] = partition_graph(step, part, fusion)
+        try:
+            if key not in graphs:
+                graphs[key] = partition_graph(step, part, fusion)
+            check_placed(graphs[key], part)
+        except PartitionError:  # this partition cannot compute the step: not a candidate
+            continue
         graph = graphs[key]
         need = _memory(graph, part, hw)
         fits = need <= _MARGIN * hw.capacity_bytes

@@ -42,7 +42,7 @@ from sim.program import Program
 from sim.sysprog import Group, SystemProgram, validate_system
 
 from .builder import Builder, link_stage
-from .partition import Partition, shard_graph, shard_tensors, stage_of
+from .partition import Partition, check_placed, shard_graph, shard_tensors, stage_of
 from .placement import PLACEMENTS
 from .stage import CompiledStage
 from .stored import StoredPlans, stored_plans
@@ -172,7 +172,9 @@ def partition_graph(step: Step, part: Partition, fusion: dict | None = None) -> 
     if part.tp > 1 and fusion:  # and the decisions that exist only with those
         plan = {**upgrade_plan(fusion), **TP_UNFUSED}
         plan = {k: plan[k] for k in fusion_space().active(plan) if k in plan}
-    return shard_graph(step_graph(step, plan or None), part.tp, part.roles)
+    graph = step_graph(step, plan or None)
+    check_placed(graph, part)
+    return shard_graph(graph, part.tp, part.roles)
 
 
 def compile_step(step: Step | None, system: System, *, partition: Partition | None = None,

@@ -23,8 +23,13 @@ from autosched.ir import OpGraph, OpNode
 from sim.errors import AutoschedError
 from sim.hardware import System
 
-__all__ = ["REDUCED", "Partition", "candidates", "shard_graph", "shard_tensors",
-           "stage_of", "tp_reasons"]
+__all__ = ["REDUCED", "Partition", "PartitionError", "candidates", "check_placed",
+           "shard_graph", "shard_tensors", "stage_of", "tp_reasons"]
+
+class PartitionError(AutoschedError):
+    """A partition that cannot compute this step's graph (a norm or structure that does
+    not split or stage): the partition is refused, another may be chosen."""
+
 
 # role -> the dims a tensor-parallel device holds 1/tp of
 _SPLIT: dict[str, tuple[str, ...]] = {
@@ -126,9 +131,23 @@ def _check_head_norm(graph: OpGraph, n: OpNode) -> None:
     attn = next((a for a in graph.nodes if a.layer == n.layer and a.role == "attn"), None)
     head = attn is not None and n.workload.dims.get("n") == attn.workload.dims.get("d")
     if not head or n.workload.attr("heads"):
-        raise AutoschedError(f"{n.name}: a {'per-head-weighted' if head else 'whole-width'} "
+        raise PartitionError(f"{n.name}: a {'per-head-weighted' if head else 'whole-width'} "
                              f"{n.role} does not split over tensor-parallel devices; use a "
                              "pipeline partition (1xP) or expert parallelism")
+
+
+def check_placed(graph: OpGraph, part: Partition) -> None:
+    """Refuse a partition of several devices when a linear has no decoder role (a
+    structure ``frontend.roles`` did not recognise, such as StableLM's list of per-head
+    q/k LayerNorms): such a step is compiled for one device only, since splitting or
+    staging what the roles do not name is not known to compute the model."""
+    if part.devices == 1:
+        return
+    for n in graph.nodes:
+        if n.role == "linear":
+            raise PartitionError(f"{n.name}: a linear outside the decoder structure the "
+                                 f"partitioner knows ({n.workload.key}); this model "
+                                 f"compiles for one device only, not {part.describe()}")
 
 
 def shard_graph(graph: OpGraph, tp: int, roles: frozenset[str] | None = None) -> OpGraph:
@@ -154,6 +173,10 @@ def shard_graph(graph: OpGraph, tp: int, roles: frozenset[str] | None = None) ->
                                  "argmax_epilogue")
         if n.role in ("q_norm", "k_norm"):
             _check_head_norm(graph, n)
+        if w.attr("qk_per_head"):  # the same norms, fused into the projection
+            raise PartitionError(f"{n.name}: q/k norms with a scale per head do not split "
+                                 "over tensor-parallel devices; use a pipeline partition "
+                                 "(1xP)")
         if n.role in _SPLIT:
             w = _scaled(n, _SPLIT[n.role], tp)
         nodes.append(dataclasses.replace(n, workload=w))
@@ -161,16 +184,19 @@ def shard_graph(graph: OpGraph, tp: int, roles: frozenset[str] | None = None) ->
 
 
 def stage_of(graph: OpGraph, part: Partition) -> dict[str, int]:
-    """The stage of every node: a layer's stage; before the layers stage 0, after them
-    the last stage."""
+    """The stage of every node: its layer's stage, or a later one where one of its inputs
+    is computed (a stage only receives from earlier stages); a node of no layer, the
+    latest stage of its inputs (stage 0 for none): the embedding before the layers, the
+    final norm and LM head after them, and an operator the roles did not place in a layer
+    (StableLM's per-head norm list) where its inputs are."""
     out: dict[str, int] = {}
-    seen_layer = False
     for n in graph:
+        after = max((out[i] for i in n.inputs if i in out), default=0)
         if n.layer is None:
-            out[n.name] = part.pp - 1 if seen_layer else 0
+            out[n.name] = after
             continue
-        seen_layer = True
-        out[n.name] = next(s for s, (a, b) in enumerate(part.stages) if a <= n.layer < b)
+        own = next(s for s, (a, b) in enumerate(part.stages) if a <= n.layer < b)
+        out[n.name] = max(own, after)
     return out
 
 
