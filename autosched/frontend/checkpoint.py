@@ -58,6 +58,8 @@ class Weights(abc.ABC):
         (:mod:`autosched.ir.derived`) is the stored tensor, rounded, then transformed."""
         from autosched.ir.derived import BUFFER, parse
 
+        if "|" in name:  # tensors joined by row (a norm list's scales, heads in order)
+            return np.concatenate([self.get(part) for part in name.split("|")], axis=0)
         d = parse(name)
         if d.name != name:
             scale = d.scale

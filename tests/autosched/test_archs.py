@@ -137,3 +137,33 @@ def test_the_final_soft_cap_joins_the_lm_head(tmp_path) -> None:
     head = g.by_role("lm_head")[0].workload
     assert (head.attr("epilogue"), head.attr("cap")) == ("softcap_argmax", 30.0)
     assert not g.by_role("logits") and not g.by_role("next_token")
+
+
+def test_a_list_of_per_head_layernorms_is_one_per_head_norm(tmp_path, capsys) -> None:
+    """StableLM's ``qk_layernorm`` splits q and k into heads, normalises each with its own
+    LayerNorm and joins them: that is one LayerNorm with a scale per head (the heads'
+    scales joined), so the roles find q_proj and q_norm, the full plan makes them the
+    projection's ``qklnorm_rope`` epilogue (partial rotary), and the step checks."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from autosched.frontend.module import init_weights
+    from search_spaces.fusion import FULL_FUSION
+
+    cfg = tiny_config("stablelm")
+    cfg.qk_layernorm = True
+    model = AutoModelForCausalLM.from_config(cfg)
+    init_weights(model, seed=0, norms="random")
+    model.to(torch.float16).save_pretrained(tmp_path, safe_serialization=True)
+    _, plain = model_graph(str(tmp_path), context=8, fusion={})
+    q = plain.by_role("q_norm")
+    assert len(q) == len(plain.by_role("attn")) and not plain.by_role("linear")
+    assert q[0].workload.attr("heads") == 4 and q[0].param("w").count("|") == 3
+    _, fused = model_graph(str(tmp_path), context=8, fusion=dict(FULL_FUSION))
+    qkv = fused.by_role("qkv_proj")[0].workload
+    assert (qkv.attr("epilogue"), qkv.attr("qk_per_head"), qkv.attr("rope_rot")) == (
+        "qklnorm_rope", 1, 4)
+    assert main(["run", "--model", str(tmp_path), "--hw", "aim-gddr6", "--check", "--steps",
+                 "4", "--db", "none", "--json"]) == 0
+    rep = json.loads(capsys.readouterr().out)
+    assert rep["passed"] and rep["tokens_match"], rep

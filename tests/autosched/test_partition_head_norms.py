@@ -66,40 +66,48 @@ def test_per_head_scales_fused_into_the_projection_are_refused(tmp_path) -> None
         shard_graph(graph, 2)
 
 
-def _stablelm_qk(tmp_path):
-    cfg = tiny_config("stablelm")
-    cfg.vocab_size, cfg.qk_layernorm = 128, True  # a list of per-head LayerNorms
-    cfg.save_pretrained(tmp_path)
-    return str(tmp_path / "config.json")
+def _unplaced(graph, name: str):
+    """``graph`` with node ``name`` as the roles leave a structure they do not know: no
+    decoder role, no layer."""
+    import dataclasses
+
+    nodes = tuple(dataclasses.replace(n, role="linear", layer=None) if n.name == name else n
+                  for n in graph.nodes)
+    return dataclasses.replace(graph, nodes=nodes)
 
 
 def test_stages_follow_the_data_where_the_roles_place_nothing(tmp_path) -> None:
-    """StableLM's per-head q/k norm list leaves linears and norms without a layer (or in
-    the layer before): each node's stage is never before the stages of its inputs."""
+    """A node of no layer between the layers (a linear the roles did not place) takes
+    the stage of its inputs: no node's stage is before the stages of its inputs."""
     from autosched.compiler.partition import Partition, stage_of
 
-    graph = model_graph(_stablelm_qk(tmp_path), context=8)[1]
-    assert any(n.role == "linear" for n in graph)
+    graph = _unplaced(_graph("llama", tmp_path), "l0.q_proj")
     where = stage_of(graph, Partition.even(1, 2, 2))
+    assert where["l0.q_proj"] == 0  # it reads layer 0's norm, and layer 0 reads it
     assert all(where[i] <= where[n.name] for n in graph for i in n.inputs)
     assert where["embed"] == 0 and where["lm_head"] == 1
 
 
-def test_a_structure_the_roles_do_not_know_compiles_for_one_device(tmp_path, capsys) -> None:
-    """Such a model is refused on several devices by name, and left out of the
-    partitions ``simulate`` chooses from (as OLMo 2's whole-width norms leave out
-    tensor parallelism), so a multi-device system runs it on one device."""
+def test_a_linear_the_roles_do_not_place_stays_on_one_device(tmp_path) -> None:
+    from autosched.compiler.partition import Partition, check_placed
+
+    graph = _unplaced(_graph("llama", tmp_path), "l1.q_proj")
+    check_placed(graph, Partition.even(1, 1, 2))
+    for tp, pp in ((1, 2), (2, 1)):
+        with pytest.raises(AutoschedError, match="l1.q_proj: a linear outside the decoder"):
+            check_placed(graph, Partition.even(tp, pp, 2))
+
+
+def test_simulate_chooses_among_the_partitions_that_compute_the_step(tmp_path,
+                                                                    capsys) -> None:
+    """OLMo 2's whole-width q/k norms rule tensor parallelism out: ``simulate`` on a
+    multi-device system with no ``--partition`` picks among the others."""
     from autosched.cli import main
 
-    model = _stablelm_qk(tmp_path)
-    for part in ("1x2", "2x1"):
-        assert main(["simulate", "--model", model, "--hw", "hbm-pim-x16", "--context", "8",
-                     "--db", "none", "--partition", part]) == 2
-        assert "compiles for one device only" in capsys.readouterr().err
-    for m in (model, str(_graph_dir("olmo2", tmp_path / "o"))):
-        assert main(["simulate", "--model", m, "--hw", "hbm-pim-x16", "--context", "8",
-                     "--db", "none", "--json"]) == 0
-        assert json.loads(capsys.readouterr().out)["partition"]["tp"] == 1
+    model = _graph_dir("olmo2", tmp_path)
+    assert main(["simulate", "--model", str(model), "--hw", "hbm-pim-x16", "--context", "8",
+                 "--db", "none", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["partition"]["tp"] == 1
 
 
 def _graph_dir(model_type: str, folder):

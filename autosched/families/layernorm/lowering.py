@@ -31,9 +31,9 @@ class LayerNormFamily(Family):
         return layernorm_space(workload, hw)
 
     def recognisers(self) -> tuple:
-        from .pattern import layernorm
+        from .pattern import layernorm, layernorm_heads
 
-        return ((30, layernorm),)
+        return ((29, layernorm_heads), (30, layernorm))
 
     def default(self, workload: Workload, hw: Hardware) -> dict:
         return layernorm_default(workload, hw)
