@@ -69,6 +69,9 @@ def evaluate(graph: OpGraph, weights: dict[str, dict[str, Arr]], ids: Arr, *,
             cols = []
             for v in views:
                 src = out[v.source]
+                if v.width:  # the whole output read as rows of another width (per head)
+                    cols.append(src.reshape(-1, v.width))
+                    continue
                 cols.append((src[graph.tokens - 1::graph.tokens] if v.last else src)[:, v.lo:v.hi])
             ops[name] = np.concatenate(cols, axis=1)
         fam = family_of(node.workload)

@@ -92,6 +92,19 @@ def test_a_prompt_longer_than_its_sliding_window_matches_torch() -> None:
     assert _prefill_error(cfg, "hbm-pim", ids, FULL_FUSION) <= 0.01
 
 
+@pytest.mark.parametrize("arch", ["cohere", "stablelm"])
+def test_per_head_layernorms_at_prefill_match_torch(arch: str) -> None:
+    """Five prompt tokens through per-head q/k LayerNorms fused into the projection's
+    epilogue (Cohere's weight row per head, StableLM's list of LayerNorms): the epilogue
+    normalises each token's heads."""
+    from experiments.archs import tiny_config
+
+    cfg = tiny_config(arch)
+    cfg.qk_layernorm = True  # StableLM's (Cohere's tiny config sets use_qk_norm)
+    ids = np.array([[5, 17, 3, 44, 9]])
+    assert _prefill_error(cfg, "hbm-pim", ids, FULL_FUSION) <= 0.01
+
+
 def test_simulate_figures_are_consistent() -> None:
     f = simulate_model("llama-tiny", "hbm-pim", context=32)
     assert f.latency_ns >= f.bound_ns > 0

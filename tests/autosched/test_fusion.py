@@ -278,3 +278,47 @@ def test_logits_read_by_more_than_their_argmax_keep_the_argmax_node(decode):
     fused = apply_fusion(odd, {**NO_FUSION, "argmax_epilogue": True})
     assert fused.node("lm_head").workload.attr("epilogue") is None
     assert [n.name for n in fused if n.workload.op == "argmax"] == ["next_token", "probe"]
+
+
+@pytest.mark.parametrize("arch", ["qwen3", "cohere", "stablelm"])
+def test_per_head_norms_at_prefill_match_the_torch_model(arch, tmp_path):
+    """At several tokens a per-head q/k norm reads its projection as one row per head (a
+    reshaping view): the reference follows it and matches the model (Qwen3's RMS norms,
+    Cohere's LayerNorm with a weight row per head, StableLM's list of LayerNorms)."""
+    from transformers import AutoModelForCausalLM
+
+    from experiments.archs import tiny_config
+
+    cfg = tiny_config(arch)
+    cfg.vocab_size = 128
+    if arch == "stablelm":
+        cfg.qk_layernorm = True
+    model = AutoModelForCausalLM.from_config(cfg).float()
+    with torch.no_grad():
+        for p_name, p in model.named_parameters():
+            if "norm" in p_name and p_name.endswith("weight"):
+                p.uniform_(0.5, 1.5, generator=torch.Generator().manual_seed(1))
+    model.save_pretrained(tmp_path)
+    mcfg = get_model_config(str(tmp_path))
+    graph = capture(mcfg, phase="prefill", batch=2, prompt=3)
+    assert graph.by_role("q_norm")[0].workload.dims["m"] == 2 * 3 * mcfg.heads
+    weights = {n.name: _norm_weights(model, n) for n in graph}
+    ids = np.random.default_rng(1).integers(0, mcfg.vocab, (graph.batch, graph.tokens))
+    with torch.no_grad():
+        want = model(input_ids=torch.tensor(ids), logits_to_keep=1).logits.double().numpy()
+    out = evaluate(graph, weights, ids.reshape(-1), theta=mcfg.rope_theta, caches={})
+    got = out["logits"] if "logits" in out else out["lm_head"]
+    np.testing.assert_allclose(got, want.reshape(graph.batch, -1),
+                               atol=2e-5 * np.abs(want).max())
+
+
+def _norm_weights(model, node) -> dict[str, np.ndarray]:
+    """A node's stored tensors; a norm without a scale or shift reads ones and zeros."""
+    w = ModuleWeights(model)
+    out = {local: w.get(name).astype(np.float64) for local, name in node.params
+           if local != "rotary" and not name.startswith(("buffer:", "@"))}
+    if node.workload.op == "layernorm":
+        size = node.workload.dims["n"] * int(node.workload.attr("heads", 1))
+        out.setdefault("w", np.ones(size))
+        out.setdefault("b", np.zeros(size))
+    return out
