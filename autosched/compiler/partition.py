@@ -19,16 +19,12 @@ from typing import Any
 import numpy as np
 
 from autosched.families import family_of
-from autosched.ir import OpGraph, OpNode
+from autosched.ir import OpGraph, OpNode, PartitionError
 from sim.errors import AutoschedError
 from sim.hardware import System
 
 __all__ = ["REDUCED", "Partition", "PartitionError", "candidates", "check_placed",
            "shard_graph", "shard_tensors", "stage_of", "tp_reasons"]
-
-class PartitionError(AutoschedError):
-    """A partition that cannot compute this step's graph (a norm or structure that does
-    not split or stage): the partition is refused, another may be chosen."""
 
 
 # role -> the dims a tensor-parallel device holds 1/tp of
@@ -121,7 +117,10 @@ def _scaled(n: OpNode, dims: tuple[str, ...], tp: int):
         if w.dims[k] % tp:
             raise AutoschedError(f"{n.name}: {k}={w.dims[k]} of {w.key} does not split over "
                                  f"tp={tp}")
-    return family_of(w).shard(w, dims, tp)
+    try:
+        return family_of(w).shard(w, dims, tp)
+    except PartitionError as e:  # the family cannot split it: say which node
+        raise PartitionError(f"{n.name}: {e}") from e
 
 
 def _check_head_norm(graph: OpGraph, n: OpNode) -> None:
@@ -138,9 +137,9 @@ def _check_head_norm(graph: OpGraph, n: OpNode) -> None:
 
 def check_placed(graph: OpGraph, part: Partition) -> None:
     """Refuse a partition of several devices when a linear has no decoder role (a
-    structure ``frontend.roles`` did not recognise, such as StableLM's list of per-head
-    q/k LayerNorms): such a step is compiled for one device only, since splitting or
-    staging what the roles do not name is not known to compute the model."""
+    structure ``frontend.roles`` did not recognise): such a step is compiled for one
+    device only, since splitting or staging what the roles do not name is not known to
+    compute the model (StableLM's per-head norm list, before its pattern, did not)."""
     if part.devices == 1:
         return
     for n in graph.nodes:
@@ -173,10 +172,6 @@ def shard_graph(graph: OpGraph, tp: int, roles: frozenset[str] | None = None) ->
                                  "argmax_epilogue")
         if n.role in ("q_norm", "k_norm"):
             _check_head_norm(graph, n)
-        if w.attr("qk_per_head"):  # the same norms, fused into the projection
-            raise PartitionError(f"{n.name}: q/k norms with a scale per head do not split "
-                                 "over tensor-parallel devices; use a pipeline partition "
-                                 "(1xP)")
         if n.role in _SPLIT:
             w = _scaled(n, _SPLIT[n.role], tp)
         nodes.append(dataclasses.replace(n, workload=w))
@@ -188,7 +183,7 @@ def stage_of(graph: OpGraph, part: Partition) -> dict[str, int]:
     is computed (a stage only receives from earlier stages); a node of no layer, the
     latest stage of its inputs (stage 0 for none): the embedding before the layers, the
     final norm and LM head after them, and an operator the roles did not place in a layer
-    (StableLM's per-head norm list) where its inputs are."""
+    where its inputs are."""
     out: dict[str, int] = {}
     for n in graph:
         after = max((out[i] for i in n.inputs if i in out), default=0)

@@ -22,9 +22,9 @@ Arr = np.ndarray
 
 
 def joined(source: Any, node: Any, local: str) -> Arr:
-    """The tensors of ``node``'s ``local`` (``|``-joined names) stacked by row."""
-    names = (node.param(local) or "").split("|")
-    return np.concatenate([source.get(n) for n in names], axis=0)
+    """The tensors of ``node``'s ``local`` (``|``-joined names) stacked by row (as
+    ``Weights.get`` reads a joined name)."""
+    return source.get(node.param(local) or "")
 
 
 def norm_weight(source: Any, node: Any, local: str, n: int) -> Arr:

@@ -6,10 +6,10 @@ Capture (``autosched.frontend``) produces an :class:`OpGraph`, fusion
 everything below the command line and the public API takes these values.
 """
 
-from .errors import FusionError, ModelError
+from .errors import FusionError, ModelError, PartitionError
 from .graph import PHASES, OpGraph, OpNode
 from .step import PlanKey, PlanKind, Step
 from .tasks import Task, tasks
 
-__all__ = ["PHASES", "FusionError", "ModelError", "OpGraph", "OpNode", "PlanKey", "PlanKind",
-           "Step", "Task", "tasks"]
+__all__ = ["PHASES", "FusionError", "ModelError", "OpGraph", "OpNode", "PartitionError", "PlanKey",
+           "PlanKind", "Step", "Task", "tasks"]

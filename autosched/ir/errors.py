@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from sim.errors import AutoschedError
 
-__all__ = ["FusionError", "ModelError"]
+__all__ = ["FusionError", "ModelError", "PartitionError"]
 
 
 class ModelError(AutoschedError):
@@ -13,3 +13,8 @@ class ModelError(AutoschedError):
 
 class FusionError(AutoschedError):
     """A fusion plan does not fit the graph, or a kernel operand cannot be found."""
+
+
+class PartitionError(AutoschedError):
+    """A partition that cannot compute this step's graph (a norm or structure that does
+    not split or stage): the partition is refused, another may be chosen."""

@@ -13,6 +13,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from autosched.ir import PartitionError
 from search_spaces import Schedule, Space, Workload
 from search_spaces.gemv import gemv_default, gemv_library, gemv_space
 from search_spaces.pointwise import DEFAULT_EPS
@@ -107,7 +108,7 @@ class GemvFamily(Family):
             return w
         attrs = {**dict(w.attrs), "rope_heads": int(heads) // tp}
         if w.attr("qk_per_head"):
-            raise AutoschedError(f"{w.key}: q/k norms with a scale per head do not split "
+            raise PartitionError(f"{w.key}: q/k norms with a scale per head do not split "
                                  "over tensor-parallel devices; use a pipeline partition "
                                  "(1xP)")
         if w.attr("qk_heads") is not None:
@@ -235,12 +236,11 @@ class GemvFamily(Family):
                 wq, wk = tensors["q_norm_w"], tensors["k_norm_w"]
                 if w.attr("qk_per_head"):  # a scale row per head
                     wq, wk = wq.reshape(qh, d), wk.reshape(heads - qh, d)
-                if has_stage(epi, "qklnorm"):  # LayerNorms without shift (Cohere)
-                    head = np.concatenate([layer_norm(head[:, :qh], wq, 0.0, eps),
-                                           layer_norm(head[:, qh:], wk, 0.0, eps)], axis=1)
-                else:
-                    head = np.concatenate([rms_norm(head[:, :qh], wq, eps),
-                                           rms_norm(head[:, qh:], wk, eps)], axis=1)
+                def norm(x: Arr, s: Arr) -> Arr:  # qklnorm: LayerNorms without shift
+                    return layer_norm(x, s, 0.0, eps) if has_stage(epi, "qklnorm") \
+                        else rms_norm(x, s, eps)
+                head = np.concatenate([norm(head[:, :qh], wq), norm(head[:, qh:], wk)],
+                                      axis=1)
             head = rope_reference(head, env, int(w.attr("rope_rot", d)),
                                   str(w.attr("rope_pairs", "half")))
             z = np.concatenate([head.reshape(m, -1), z[:, heads * d:]], axis=1)

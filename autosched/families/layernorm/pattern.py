@@ -9,7 +9,7 @@ import math
 import torch
 
 from autosched.frontend.aten import AtenGraph, opname
-from autosched.frontend.match import Kind, Match
+from autosched.frontend.match import Kind, Match, rows
 from autosched.frontend.norms import find_norm
 
 __all__ = ["layernorm", "layernorm_heads"]
@@ -50,7 +50,7 @@ def _norm_at(g: AtenGraph, v: object):
     if not isinstance(v, Node):
         return None
     op = opname(v)
-    anchor = v if op in ("layer_norm", "rms_norm") else v.args[0] if (
+    anchor = v if op == "layer_norm" else v.args[0] if (
         op == "getitem" and v.args[1] == 0 and isinstance(v.args[0], Node)
         and opname(v.args[0]) == "native_layer_norm") else None
     f = find_norm(g, anchor) if anchor is not None else None
@@ -90,6 +90,6 @@ def layernorm_heads(g: AtenGraph, node: Node) -> Match | None:
         return None
     params = {k: "|".join(f.params[k] for f in norms) for k in f0.params}
     claimed = set().union(*(f.nodes for f in norms)) | set(heads) | {src, node}
-    m = math.prod(AtenGraph.shape(node)) // f0.n
-    return Match(Kind.NORM, "layernorm", node, [g.root(src.args[0])], dict(m=m, n=f0.n),
+    return Match(Kind.NORM, "layernorm", node, [g.root(src.args[0])],
+                 dict(m=rows(node)[0], n=f0.n),
                  {"eps": f0.eps, "heads": len(parts)}, params, claimed)
